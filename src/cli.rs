@@ -1,0 +1,141 @@
+//! The `codemcp` command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, Settings};
+use crate::exec::monty::{MontyEngine, MontyLimits};
+use crate::exec::{RunControl, RunRequest, SessionId, ToolHost};
+use crate::server::{self, HttpAccess, Shared};
+use crate::upstream::Catalog;
+
+#[derive(Debug, Parser)]
+#[command(name = "codemcp", version, about = "One MCP tool, execute_python, over all your MCP servers")]
+pub struct Cli {
+    /// Upstream servers file (default: $CODEMCP_CONFIG, then ~/.config/codemcp/mcp.json)
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP (stdio unless --http is given)
+    Serve {
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:3388
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
+    /// Run one snippet against the configured upstreams and print what it returns
+    Exec {
+        /// Python code
+        code: String,
+    },
+    /// Print the execute_python description and the SDK type stub
+    Sdk,
+    /// Report each upstream (connected, tools, handshake time) and the engines
+    Check,
+}
+
+/// Parses the command line, runs it, and maps failures to an exit code.
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("codemcp: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, String> {
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let path = config::resolve_path(cli.config.as_deref());
+    let upstreams = config::load(&path).map_err(|e| e.to_string())?;
+    let catalog = Catalog::connect(&upstreams, settings.tool_timeout).await;
+    match cli.command.unwrap_or(Command::Serve { http: None }) {
+        Command::Serve { http: None } => {
+            let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
+            server::serve_stdio(shared).await.map_err(|e| e.to_string())?;
+        }
+        Command::Serve { http: Some(addr) } => {
+            let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
+            let access = HttpAccess {
+                allowed_hosts: settings.allowed_hosts.clone(),
+                allowed_origins: settings.allowed_origins.clone(),
+                token: settings.http_token.clone(),
+            };
+            let shutdown = CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            server::serve_http(shared, addr, access, shutdown).await.map_err(|e| e.to_string())?;
+        }
+        Command::Exec { code } => return Ok(exec_once(catalog, &settings, code).await),
+        Command::Sdk => {
+            let sdk = catalog.sdk();
+            println!("{}", sdk.description(settings.description_budget));
+            println!("\n# ---- {} ----\n", server::SDK_URI);
+            println!("{}", sdk.stub());
+        }
+        Command::Check => check(&catalog, &settings, &path),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn engine(settings: &Settings) -> MontyEngine {
+    MontyEngine::new(MontyLimits {
+        exec_timeout: settings.exec_timeout,
+        max_output_bytes: settings.max_output_bytes,
+        max_result_bytes: settings.max_result_bytes,
+        max_source_bytes: settings.max_source_bytes,
+        max_tool_calls: settings.max_tool_calls,
+        max_recursion_depth: settings.max_recursion_depth,
+        max_sleep_total: settings.max_sleep_total,
+        memory_limit: settings.monty_mem_limit,
+        session_idle: settings.session_idle,
+        max_sessions: settings.max_sessions,
+    })
+}
+
+async fn exec_once(catalog: Catalog, settings: &Settings, code: String) -> ExitCode {
+    let engine = engine(settings);
+    let host: Arc<dyn ToolHost> = Arc::new(catalog);
+    let execution = engine
+        .run(SessionId::next(), RunRequest { code, timeout: None }, host, RunControl::default())
+        .await;
+    print!("{}", server::render_text(&execution));
+    if execution.error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
+    match path.path() {
+        Some(p) => println!("config: {}{}", p.display(), if p.exists() { "" } else { " (not found: no upstreams)" }),
+        None => println!("config: none (HOME is not set)"),
+    }
+    for status in catalog.statuses() {
+        let handshake = status.handshake_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
+        match &status.error {
+            None => println!("  {:<20} connected  {:>4} tools  handshake {handshake}", status.name, status.tools),
+            Some(e) => println!("  {:<20} FAILED     {e}", status.name),
+        }
+    }
+    for skipped in catalog.skipped() {
+        println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
+    }
+    println!(
+        "engine: monty (in-process), memory budget {} MiB shared by in-process sessions, run limit {} ms",
+        settings.monty_mem_limit >> 20,
+        settings.exec_timeout.as_millis()
+    );
+    println!("cpython fallback: not available in this build");
+}

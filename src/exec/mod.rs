@@ -1,0 +1,134 @@
+//! Running agent code: the request and response types shared by every engine,
+//! and the interface engines use to reach upstream tools.
+//!
+//! Nothing here knows about MCP transports: the server hands in code and gets an
+//! [`Execution`] back; tool calls go out through [`ToolHost`].
+
+pub mod monty;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::sdk::Sdk;
+
+/// One `execute_python` call.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub code: String,
+    /// The caller's own wall-time limit; never more than the configured one.
+    pub timeout: Option<Duration>,
+}
+
+/// Called after each completed tool call with the number completed so far.
+pub type ToolCallObserver = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// How the caller can steer a run from outside.
+#[derive(Clone, Default)]
+pub struct RunControl {
+    pub cancel: CancellationToken,
+    pub on_tool_call: Option<ToolCallObserver>,
+}
+
+/// Identifies the MCP session whose Python state a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub u64);
+
+impl SessionId {
+    /// A process-unique id for a new MCP session.
+    pub fn next() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The outcome of one run, whatever the engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Execution {
+    pub stdout: String,
+    /// The snippet's value (last expression, or `result`), as JSON.
+    pub result: Option<Value>,
+    pub error: Option<RunError>,
+    pub engine: &'static str,
+    /// Why the run left the default engine, when it did.
+    pub escalated: Option<String>,
+    pub elapsed_ms: u64,
+    pub tool_calls: u32,
+    /// Output was cut at the output limit.
+    pub truncated: bool,
+}
+
+/// What kind of failure a run ended with; tells the agent what to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// An exception in the agent's code (including tool errors it did not catch).
+    Python,
+    /// A resource limit fired; never retried elsewhere.
+    Limit,
+    /// Valid Python the engine cannot run.
+    Unsupported,
+    /// The request itself was unusable (empty or oversized code).
+    Input,
+    /// The client cancelled the run.
+    Cancelled,
+    /// A fault of the gateway, not of the code.
+    Internal,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunError {
+    pub kind: ErrorKind,
+    /// Python exception type, e.g. `ZeroDivisionError`.
+    #[serde(rename = "type")]
+    pub exc_type: String,
+    pub message: String,
+    /// A short traceback, innermost frame last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+    /// What the agent can do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The session's variables were discarded because of this error.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub session_reset: bool,
+}
+
+impl RunError {
+    pub fn new(kind: ErrorKind, exc_type: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            exc_type: exc_type.into(),
+            message: message.into(),
+            traceback: None,
+            hint: None,
+            session_reset: false,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// A tool call that failed: the upstream said `isError`, timed out or is gone.
+/// Agent code sees it as `ToolError` (a `RuntimeError`) carrying `message`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolFailure {
+    pub message: String,
+}
+
+/// What engines need from the gateway: the current SDK and a way to call tools.
+pub trait ToolHost: Send + Sync + 'static {
+    fn sdk(&self) -> Arc<Sdk>;
+    /// Calls upstream `tool` of `server` and returns its value per the calling
+    /// contract (structured content, else joined text).
+    fn call_tool(&self, server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+}

@@ -1,0 +1,10 @@
+//! codemcp: a "code mode" MCP gateway. Upstream MCP tools become typed Python
+//! functions; agents call one tool, `execute_python`, with a snippet that uses them.
+
+pub mod cli;
+pub mod config;
+pub mod exec;
+pub mod sdk;
+pub mod server;
+pub mod tooldef;
+pub mod upstream;

@@ -1,0 +1,158 @@
+//! Serving the gateway over stdio and Streamable HTTP.
+
+mod handler;
+mod render;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+pub use self::handler::{Gateway, SDK_URI, Shared, TOOL_NAME};
+pub use self::render::render_text;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    #[error("MCP session failed: {0}")]
+    Session(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(
+        "refusing to serve on non-loopback address {0} without a bearer token: set CODEMCP_HTTP_TOKEN \
+         (clients then send 'Authorization: Bearer <token>')"
+    )]
+    TokenRequired(SocketAddr),
+    #[error("HTTP server failed: {0}")]
+    Http(std::io::Error),
+}
+
+/// Serves one MCP session on stdin/stdout until the client closes it.
+pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), ServerError> {
+    let running = Gateway::new_session(shared)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServerError::Session(e.to_string()))?;
+    running.waiting().await.map_err(|e| ServerError::Session(e.to_string()))?;
+    Ok(())
+}
+
+/// Who may talk to the HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct HttpAccess {
+    /// `Host` header values accepted (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted from browsers; empty = derived from the hosts.
+    pub allowed_origins: Vec<String>,
+    /// Required as `Authorization: Bearer <token>` when set.
+    pub token: Option<String>,
+}
+
+/// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
+pub async fn serve_http(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    access: HttpAccess,
+    shutdown: CancellationToken,
+) -> Result<(), ServerError> {
+    if !addr.ip().is_loopback() && access.token.is_none() {
+        return Err(ServerError::TokenRequired(addr));
+    }
+    let origins = if access.allowed_origins.is_empty() {
+        origins_for(&access.allowed_hosts)
+    } else {
+        access.allowed_origins.clone()
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(access.allowed_hosts.clone())
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_cancellation_token(shutdown.child_token())
+        .with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let service = StreamableHttpService::new(
+        move || Ok(Gateway::new_session(shared.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let mut app = axum::Router::new().nest_service("/mcp", service);
+    if let Some(token) = access.token {
+        let token: Arc<str> = token.into();
+        app = app.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+            let token = token.clone();
+            async move { require_bearer(&token, request, next).await }
+        }));
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
+    let local = listener.local_addr().unwrap_or(addr);
+    tracing::info!(target: "codemcp::server", "serving MCP on http://{local}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(ServerError::Http)
+}
+
+/// Browser origins matching the allowed hosts, any port.
+fn origins_for(hosts: &[String]) -> Vec<String> {
+    hosts
+        .iter()
+        .flat_map(|host| {
+            let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.clone() };
+            [format!("http://{host}:*"), format!("https://{host}:*"), format!("http://{host}"), format!("https://{host}")]
+        })
+        .collect()
+}
+
+async fn require_bearer(token: &str, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(p) if constant_time_eq(p.as_bytes(), token.as_bytes()) => next.run(request).await,
+        _ => {
+            tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
+            (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "missing or invalid bearer token")
+                .into_response()
+        }
+    }
+}
+
+/// Compares without an early exit, so timing does not reveal a token prefix.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison_needs_exact_match() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+    }
+
+    #[test]
+    fn origins_cover_each_host_with_any_port() {
+        let o = origins_for(&["localhost".into(), "::1".into()]);
+        assert!(o.contains(&"http://localhost:*".to_owned()));
+        assert!(o.contains(&"http://[::1]:*".to_owned()));
+    }
+}

@@ -1,0 +1,227 @@
+//! One rmcp client connection to an upstream MCP server: spawning or dialing it,
+//! the handshake, tool listing, and the notifications it sends us.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, Tool};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::UpstreamError;
+use crate::config::{ServerConfig, Transport};
+use crate::tooldef::ToolDef;
+
+/// A server that keeps sending `next_cursor` is cut off here.
+const MAX_TOOL_PAGES: usize = 200;
+
+pub type Client = RunningService<RoleClient, UpstreamClient>;
+
+/// Our side of an upstream connection. It advertises no roots, sampling or
+/// elicitation (server-filesystem would replace its allowed directories with our
+/// roots), and forwards `tools/list_changed` to the catalog.
+pub struct UpstreamClient {
+    server: String,
+    changes: mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for UpstreamClient {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(target: "codemcp::upstream", server = %self.server, "upstream tool list changed");
+        let _ = self.changes.send(self.server.clone());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("codemcp", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Connects and completes the MCP handshake within the server's timeout.
+pub async fn connect(config: &ServerConfig, changes: mpsc::UnboundedSender<String>) -> Result<Client, UpstreamError> {
+    let handler = UpstreamClient { server: config.name.clone(), changes };
+    let timeout = config.handshake_timeout;
+    let connecting = async {
+        match &config.transport {
+            Transport::Stdio { command, args, env, cwd } => {
+                let transport = spawn_child(&config.name, command, args, env, cwd.as_deref())?;
+                handler.serve(transport).await.map_err(|e| UpstreamError::Handshake {
+                    server: config.name.clone(),
+                    message: e.to_string(),
+                })
+            }
+            Transport::Http { url, headers } => {
+                let transport = http_transport(&config.name, url, headers)?;
+                handler.serve(transport).await.map_err(|e| UpstreamError::Handshake {
+                    server: config.name.clone(),
+                    message: e.to_string(),
+                })
+            }
+        }
+    };
+    tokio::time::timeout(timeout, connecting).await.map_err(|_| UpstreamError::Handshake {
+        server: config.name.clone(),
+        message: format!("no handshake within {} s", timeout.as_secs_f64()),
+    })?
+}
+
+fn spawn_child(
+    server: &str,
+    command: &str,
+    args: &[String],
+    env: &std::collections::BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+) -> Result<TokioChildProcess, UpstreamError> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).envs(env).kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    die_with_parent(&mut cmd);
+    let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+    // Its own process group, so killing it also kills what it started (npx → node).
+    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    let (transport, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| UpstreamError::Spawn { server: server.to_owned(), command: command.to_owned(), message: e.to_string() })?;
+    if let Some(stderr) = stderr {
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(target: "codemcp::upstream::stderr", server = %server, "{line}");
+            }
+        });
+    }
+    Ok(transport)
+}
+
+/// Upstream children die with the gateway even when it is killed outright.
+fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+fn http_transport(
+    server: &str,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, UpstreamError> {
+    let mut custom = HashMap::new();
+    let mut auth = None;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            // rmcp sends its own Authorization header from `auth_header` (without "Bearer ").
+            auth = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
+            continue;
+        }
+        let bad = |what: &str| UpstreamError::Config { server: server.to_owned(), message: format!("invalid header {what} '{name}'") };
+        let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+        let value = http::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    config.custom_headers = custom;
+    config.auth_header = auth;
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+/// Lists every tool, following pagination.
+pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, UpstreamError> {
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let page = client
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| UpstreamError::Call { server: server.to_owned(), message: format!("tools/list failed: {e}") })?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    if cursor.is_some() {
+        tracing::warn!(target: "codemcp::upstream", %server, "tools/list kept paginating; using the first {MAX_TOOL_PAGES} pages");
+    }
+    Ok(tools.into_iter().map(|t| tool_def(server, t)).collect())
+}
+
+fn tool_def(server: &str, tool: Tool) -> ToolDef {
+    ToolDef {
+        server: server.to_owned(),
+        name: tool.name.into_owned(),
+        description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+        input_schema: serde_json::Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+        output_schema: tool.output_schema.map(|s| serde_json::Value::Object(Arc::unwrap_or_clone(s))),
+        read_only: tool.annotations.and_then(|a| a.read_only_hint).unwrap_or(false),
+    }
+}
+
+/// Retry pacing for a server that went down: 0.5 s doubling to 30 s.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    failures: u32,
+    last_attempt: Option<Instant>,
+}
+
+impl Backoff {
+    pub const fn new() -> Self {
+        Self { failures: 0, last_attempt: None }
+    }
+
+    pub fn delay(&self) -> Duration {
+        if self.failures == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_millis(500u64.saturating_mul(1 << self.failures.min(7).saturating_sub(1))).min(Duration::from_secs(30))
+    }
+
+    /// Time left before the next attempt is allowed.
+    pub fn wait_left(&self) -> Duration {
+        match self.last_attempt {
+            Some(at) => self.delay().saturating_sub(at.elapsed()),
+            None => Duration::ZERO,
+        }
+    }
+
+    pub fn attempted(&mut self, ok: bool) {
+        self.last_attempt = Some(Instant::now());
+        self.failures = if ok { 0 } else { self.failures.saturating_add(1) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_resets() {
+        let mut b = Backoff::new();
+        assert_eq!(b.delay(), Duration::ZERO);
+        b.attempted(false);
+        assert_eq!(b.delay(), Duration::from_millis(500));
+        b.attempted(false);
+        assert_eq!(b.delay(), Duration::from_secs(1));
+        for _ in 0..20 {
+            b.attempted(false);
+        }
+        assert_eq!(b.delay(), Duration::from_secs(30));
+        b.attempted(true);
+        assert_eq!(b.delay(), Duration::ZERO);
+    }
+}

@@ -1,0 +1,308 @@
+//! The upstream MCP servers: one rmcp client each, merged into one [`Catalog`]
+//! that the engines call through and that owns the current SDK.
+//!
+//! Servers connect concurrently; one that fails its handshake is reported and
+//! skipped, never blocking the others. A server that died is reconnected on the
+//! next call (with backoff), and `tools/list_changed` from any server rebuilds
+//! the SDK and tells our own clients.
+
+mod connection;
+mod result;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
+
+use self::connection::{Backoff, Client};
+use crate::config::{ServerConfig, SkippedServer, UpstreamConfig};
+use crate::exec::{ToolFailure, ToolHost};
+use crate::sdk::Sdk;
+use crate::tooldef::ToolDef;
+
+pub use self::result::tool_value;
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    #[error("upstream '{server}': cannot start '{command}': {message}")]
+    Spawn { server: String, command: String, message: String },
+    #[error("upstream '{server}': handshake failed: {message}")]
+    Handshake { server: String, message: String },
+    #[error("upstream '{server}': {message}")]
+    Config { server: String, message: String },
+    #[error("upstream '{server}': {message}")]
+    Call { server: String, message: String },
+    #[error("upstream '{server}' did not answer within {seconds} s (CODEMCP_TOOL_TIMEOUT_MS)")]
+    Timeout { server: String, seconds: f64 },
+    #[error("upstream '{server}' is down ({reason}); next reconnect attempt in {retry_in:.1} s")]
+    Down { server: String, reason: String, retry_in: f64 },
+    #[error("no upstream named '{0}'")]
+    UnknownServer(String),
+}
+
+/// What `codemcp check` and the logs report per server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    pub connected: bool,
+    pub tools: usize,
+    pub handshake_ms: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// The merged view of every upstream. Cheap to clone.
+#[derive(Clone)]
+pub struct Catalog {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    upstreams: BTreeMap<String, Upstream>,
+    skipped: Vec<SkippedServer>,
+    sdk: RwLock<Arc<Sdk>>,
+    changed: broadcast::Sender<()>,
+    tool_timeout: Duration,
+    changes_tx: mpsc::UnboundedSender<String>,
+}
+
+struct Upstream {
+    config: ServerConfig,
+    conn: AsyncMutex<Conn>,
+    tools: RwLock<Vec<ToolDef>>,
+    status: RwLock<ServerStatus>,
+}
+
+struct Conn {
+    client: Option<Client>,
+    backoff: Backoff,
+    last_error: String,
+}
+
+impl Catalog {
+    /// Connects every configured server concurrently and builds the SDK.
+    pub async fn connect(config: &UpstreamConfig, tool_timeout: Duration) -> Self {
+        for skipped in &config.skipped {
+            tracing::warn!(target: "codemcp::upstream", server = %skipped.name, reason = %skipped.reason, "upstream skipped");
+        }
+        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
+        let upstreams = config
+            .servers
+            .iter()
+            .map(|server| {
+                let status = ServerStatus { name: server.name.clone(), connected: false, tools: 0, handshake_ms: None, error: None };
+                let upstream = Upstream {
+                    config: server.clone(),
+                    conn: AsyncMutex::new(Conn { client: None, backoff: Backoff::new(), last_error: String::new() }),
+                    tools: RwLock::new(Vec::new()),
+                    status: RwLock::new(status),
+                };
+                (server.name.clone(), upstream)
+            })
+            .collect();
+        let catalog = Self {
+            inner: Arc::new(Inner {
+                upstreams,
+                skipped: config.skipped.clone(),
+                sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
+                changed: broadcast::channel(16).0,
+                tool_timeout,
+                changes_tx,
+            }),
+        };
+        let connects = catalog.inner.upstreams.values().map(|u| catalog.inner.reconnect(u));
+        futures::future::join_all(connects).await;
+        catalog.inner.rebuild_sdk();
+        tokio::spawn(refresh_on_change(Arc::downgrade(&catalog.inner), changes_rx));
+        catalog
+    }
+
+    /// The SDK for the tools known right now.
+    pub fn sdk(&self) -> Arc<Sdk> {
+        self.inner.current_sdk()
+    }
+
+    /// Fires whenever the SDK changed (an upstream's tool list changed).
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<()> {
+        self.inner.changed.subscribe()
+    }
+
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.inner.upstreams.values().map(|u| read(&u.status).clone()).collect()
+    }
+
+    pub fn skipped(&self) -> &[SkippedServer] {
+        &self.inner.skipped
+    }
+
+    /// Calls one upstream tool with the per-call timeout.
+    pub async fn call(&self, server: &str, tool: &str, args: Map<String, Value>) -> Result<CallToolResult, UpstreamError> {
+        let upstream = self.inner.upstreams.get(server).ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
+        let peer = self.inner.peer(upstream).await?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let timeout = self.inner.tool_timeout;
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Err(_) => Err(UpstreamError::Timeout { server: server.to_owned(), seconds: timeout.as_secs_f64() }),
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => {
+                let message = e.to_string();
+                if peer.is_transport_closed() {
+                    tracing::warn!(target: "codemcp::upstream", %server, %message, "upstream connection lost");
+                    self.inner.mark_down(upstream, &message).await;
+                    return Err(UpstreamError::Call { server: server.to_owned(), message: format!("connection lost: {message}; it will be restarted on the next call") });
+                }
+                Err(UpstreamError::Call { server: server.to_owned(), message })
+            }
+        }
+    }
+}
+
+impl ToolHost for Catalog {
+    fn sdk(&self) -> Arc<Sdk> {
+        Catalog::sdk(self)
+    }
+
+    fn call_tool(&self, server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let catalog = self.clone();
+        let (server, tool) = (server.to_owned(), tool.to_owned());
+        Box::pin(async move {
+            match catalog.call(&server, &tool, args).await {
+                Ok(result) => tool_value(result),
+                Err(e) => Err(ToolFailure { message: e.to_string() }),
+            }
+        })
+    }
+}
+
+impl Inner {
+    fn current_sdk(&self) -> Arc<Sdk> {
+        read(&self.sdk).clone()
+    }
+
+    /// A live peer for `upstream`, reconnecting a dead one if its backoff allows.
+    async fn peer(&self, upstream: &Upstream) -> Result<rmcp::Peer<rmcp::RoleClient>, UpstreamError> {
+        let name = &upstream.config.name;
+        {
+            let conn = upstream.conn.lock().await;
+            if let Some(client) = &conn.client
+                && !client.is_closed()
+            {
+                return Ok(client.peer().clone());
+            }
+            let wait = conn.backoff.wait_left();
+            if !wait.is_zero() {
+                return Err(UpstreamError::Down { server: name.clone(), reason: conn.last_error.clone(), retry_in: wait.as_secs_f64() });
+            }
+        }
+        tracing::info!(target: "codemcp::upstream", server = %name, "reconnecting upstream");
+        if self.reconnect(upstream).await {
+            self.rebuild_sdk();
+        }
+        let conn = upstream.conn.lock().await;
+        match &conn.client {
+            Some(client) if !client.is_closed() => Ok(client.peer().clone()),
+            _ => Err(UpstreamError::Down { server: name.clone(), reason: conn.last_error.clone(), retry_in: conn.backoff.delay().as_secs_f64() }),
+        }
+    }
+
+    /// (Re)connects and lists tools. Returns whether the tool list changed.
+    async fn reconnect(&self, upstream: &Upstream) -> bool {
+        let name = upstream.config.name.clone();
+        let mut conn = upstream.conn.lock().await;
+        if let Some(old) = conn.client.take() {
+            drop(old);
+        }
+        let started = Instant::now();
+        let connected = match connection::connect(&upstream.config, self.changes_tx.clone()).await {
+            Ok(client) => match connection::list_tools(&client, &name).await {
+                Ok(tools) => Ok((client, tools)),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut status = ServerStatus { name: name.clone(), connected: false, tools: 0, handshake_ms: Some(handshake_ms), error: None };
+        let changed = match connected {
+            Ok((client, tools)) => {
+                tracing::info!(target: "codemcp::upstream", server = %name, tools = tools.len(), handshake_ms, "upstream connected");
+                conn.client = Some(client);
+                conn.backoff.attempted(true);
+                status.connected = true;
+                status.tools = tools.len();
+                replace_tools(upstream, tools)
+            }
+            Err(e) => {
+                tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable; skipped");
+                conn.backoff.attempted(false);
+                conn.last_error = e.to_string();
+                status.error = Some(e.to_string());
+                false
+            }
+        };
+        *write(&upstream.status) = status;
+        changed
+    }
+
+    async fn mark_down(&self, upstream: &Upstream, reason: &str) {
+        let mut conn = upstream.conn.lock().await;
+        conn.client = None;
+        conn.last_error = reason.to_owned();
+        let mut status = write(&upstream.status);
+        status.connected = false;
+        status.error = Some(reason.to_owned());
+    }
+
+    /// Rebuilds the SDK from every server's tools; tells listeners if it changed.
+    fn rebuild_sdk(&self) {
+        let tools: Vec<ToolDef> = self.upstreams.values().flat_map(|u| read(&u.tools).clone()).collect();
+        let sdk = Arc::new(Sdk::build(&tools));
+        *write(&self.sdk) = sdk;
+        let _ = self.changed.send(());
+    }
+}
+
+fn replace_tools(upstream: &Upstream, tools: Vec<ToolDef>) -> bool {
+    let mut current = write(&upstream.tools);
+    let changed = *current != tools;
+    *current = tools;
+    changed
+}
+
+/// Re-lists a server's tools whenever it says they changed.
+async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedReceiver<String>) {
+    while let Some(server) = changes.recv().await {
+        let Some(inner) = inner.upgrade() else { return };
+        let Some(upstream) = inner.upstreams.get(&server) else { continue };
+        let listed = {
+            let conn = upstream.conn.lock().await;
+            match &conn.client {
+                Some(client) => Some(connection::list_tools(client, &server).await),
+                None => None,
+            }
+        };
+        match listed {
+            Some(Ok(tools)) => {
+                write(&upstream.status).tools = tools.len();
+                if replace_tools(upstream, tools) {
+                    inner.rebuild_sdk();
+                }
+            }
+            Some(Err(e)) => tracing::warn!(target: "codemcp::upstream", %server, error = %e, "re-listing tools failed"),
+            None => {}
+        }
+    }
+}
+
+// Poisoning only means another thread panicked mid-update of plain data; the
+// data is still usable.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
