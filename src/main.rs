@@ -8,7 +8,7 @@ static ALLOCATOR: codemcp::exec::monty::memory::CountingAllocator = codemcp::exe
 
 fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
-    let filter = EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
     // reqwest (https upstreams) is built without a default TLS provider.
     if rustls::crypto::ring::default_provider().install_default().is_err() {

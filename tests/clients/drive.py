@@ -260,8 +260,12 @@ async def run_steps(d: Driver, steps: list[dict[str, Any]]) -> None:
         for s in steps:
             timeout = float(s.get("timeout", 60)) + (1 if s.get("op") == "wait_tools_changed" else 0)
             try:
-                with anyio.fail_after(timeout):
-                    d.out["results"].append(await d.step(s))
+                result: Any = None
+                with anyio.move_on_after(timeout) as scope:
+                    result = await d.step(s)
+                if scope.cancelled_caught:
+                    result = {"error": f"TimeoutError: step {s.get('op')!r} took longer than {timeout:g}s"}
+                d.out["results"].append(result)
             except Exception as e:  # noqa: BLE001
                 d.out["results"].append(err(e))
         tg.cancel_scope.cancel()

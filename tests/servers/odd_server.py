@@ -529,6 +529,9 @@ PARAM_TEXT = {
     "format": "File format of the export.",
     "period": "Time window to cover.",
     "include_deleted": "Also return the record if it was soft-deleted.",
+    "idempotency_key": "Unique key that makes retries safe: a repeated request with the same key returns the first result.",
+    "if_match": "Only apply the update if the record's current ETag equals this value (optimistic locking).",
+    "dry_run": "Validate the request and return what would happen without changing anything.",
 }
 
 NESTED_MODELS: dict[str, dict[str, tuple[str, Any]]] = {
@@ -638,11 +641,19 @@ def _tool_spec(domain: str, entity: str, verb: str) -> dict[str, Any]:
         k = rng.randint(1, min(len(fields), 7))
         for i, (fname, fkind) in enumerate(fields[:k]):
             params.append((fname, fkind, i < max(1, k // 2), None))
+        if rng.random() < 0.4:
+            params.append(("idempotency_key", "str", False, None))
+        if rng.random() < 0.3:
+            params.append(("dry_run", "bool", False, False))
         sentence = VERB_TEXT[verb].format(e=e, es=es)
     elif verb == "update":
         params = [(id_field, "str", True, None)]
         for fname, fkind in rng.sample(fields, rng.randint(1, min(len(fields), 6))):
             params.append((fname, fkind, False, None))
+        if rng.random() < 0.3:
+            params.append(("notify", "bool", False, True))
+        if rng.random() < 0.3:
+            params.append(("if_match", "str", False, None))
         sentence = VERB_TEXT[verb].format(e=e, es=es)
     elif verb == "history":
         params = [(id_field, "str", True, None), ("limit", "int", False, 50)]

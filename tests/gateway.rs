@@ -1,0 +1,170 @@
+//! The calling contract end to end: codemcp over stdio, driven by an rmcp client,
+//! in front of real upstream servers.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Setup, everything, filesystem, odd};
+
+#[tokio::test]
+async fn one_tool_lists_every_upstream_function_with_a_signature() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let setup = Setup::new(json!({"everything": everything(), "fs": filesystem(root.path())}));
+    let client = setup.stdio(&[]).await;
+    let description = client.description().await;
+    assert!(description.contains("everything_get_sum("), "{description}");
+    assert!(description.contains("fs_read_text_file("), "{description}");
+    assert!(description.contains("search_tools"), "{description}");
+    // Stable for the same catalog: a second gateway describes it byte for byte the same.
+    let again = setup.stdio(&[]).await.description().await;
+    assert_eq!(description, again);
+}
+
+#[tokio::test]
+async fn a_snippet_makes_several_upstream_calls_in_one_turn() {
+    let setup = Setup::new(json!({"everything": everything()}));
+    let client = setup.stdio(&[]).await;
+    let ran = client
+        .exec(
+            "total = 0\nfor a, b in [(1, 2), (3, 4)]:\n    total += int(everything_get_sum(a=a, b=b).split()[-1].rstrip('.'))\nprint(total)",
+        )
+        .await;
+    assert!(!ran.is_error, "{}", ran.text);
+    assert_eq!(ran.stdout(), "10\n");
+    assert_eq!(ran.structured["tool_calls"], 2);
+    assert_eq!(ran.structured["engine"], "monty");
+    // Positional arguments follow the signature order.
+    let ran = client.exec("everything_get_sum(40, 2)").await;
+    assert_eq!(ran.result(), "The sum of 40 and 2 is 42.", "{}", ran.text);
+    // Wrong arguments are a TypeError raised at the call, not a gateway failure.
+    let ran = client.exec("everything_get_sum(a=1, c=2)").await;
+    assert!(ran.is_error);
+    assert_eq!(ran.error_type(), "TypeError", "{}", ran.text);
+}
+
+#[tokio::test]
+async fn state_persists_within_a_session() {
+    let setup = Setup::new(json!({}));
+    let client = setup.stdio(&[]).await;
+    assert!(!client.exec("import json\nx = 41\ndef inc(v):\n    return v + 1").await.is_error);
+    let ran = client.exec("json.dumps({'v': inc(x)})").await;
+    assert_eq!(ran.result(), "{\"v\": 42}", "{}", ran.text);
+    // A genuine error keeps the session.
+    assert!(client.exec("y = 5\n1/0").await.is_error);
+    assert_eq!(client.exec("x + y").await.result(), 46);
+    // `result` returns a value from code ending in a statement.
+    assert_eq!(client.exec("result = {'n': x}\nprint('set')").await.result(), &json!({"n": 41}));
+}
+
+#[tokio::test]
+async fn tool_errors_raise_catchable_exceptions_with_the_upstream_text() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let setup = Setup::new(json!({"fs": filesystem(root.path())}));
+    let client = setup.stdio(&[]).await;
+    let code = "try:\n    fs_read_text_file(path='/etc/passwd')\nexcept ToolError as e:\n    print('caught', str(e))";
+    let ran = client.exec(code).await;
+    assert!(!ran.is_error, "{}", ran.text);
+    assert!(ran.stdout().contains("caught") && ran.stdout().contains("Access denied"), "{}", ran.text);
+    let ran = client.exec("try:\n    fs_read_text_file(path='/nope')\nexcept RuntimeError:\n    print('runtime')").await;
+    assert_eq!(ran.stdout(), "runtime\n", "{}", ran.text);
+    // Uncaught, the tool's text reaches the agent.
+    let ran = client.exec("fs_read_text_file(path='/etc/passwd')").await;
+    assert!(ran.is_error);
+    assert!(ran.error_message().contains("Access denied"), "{}", ran.text);
+}
+
+#[tokio::test]
+async fn structured_results_are_dicts_and_text_results_are_strings() {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::write(root.path().join("a.txt"), "hello").expect("write");
+    let setup = Setup::new(json!({"everything": everything(), "fs": filesystem(root.path())}));
+    let client = setup.stdio(&[]).await;
+    let path = root.path().join("a.txt");
+    let ran = client.exec(&format!("r = fs_read_text_file(path={:?})\n[isinstance(r, dict), r['content']]", path.display().to_string())).await;
+    assert_eq!(ran.result(), &json!([true, "hello"]), "{}", ran.text);
+    let ran = client.exec("isinstance(everything_echo(message='hi'), str)").await;
+    assert_eq!(ran.result(), true, "{}", ran.text);
+}
+
+#[tokio::test]
+async fn awaited_and_gathered_calls_run_concurrently() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    client.exec("odd_slow(ms=1)").await; // warm the upstream
+    let started = Instant::now();
+    let ran = client
+        .exec("import asyncio\nr = await asyncio.gather(odd_slow(ms=300), odd_slow(ms=300), odd_slow(ms=300))\nr")
+        .await;
+    let gathered = started.elapsed();
+    assert_eq!(ran.result(), &json!(["slept 300", "slept 300", "slept 300"]), "{}", ran.text);
+    assert!(gathered < Duration::from_millis(800), "three 300 ms calls took {gathered:?}");
+    let ran = client.exec("x = await odd_slow(ms=5)\nx").await;
+    assert_eq!(ran.result(), "slept 5", "{}", ran.text);
+}
+
+#[tokio::test]
+async fn search_and_describe_are_available_in_the_sandbox() {
+    let setup = Setup::new(json!({"everything": everything()}));
+    let client = setup.stdio(&[]).await;
+    let ran = client.exec("hits = search_tools('sum of two numbers', limit=3)\n[h['name'] for h in hits]").await;
+    let names = ran.result().as_array().cloned().unwrap_or_default();
+    assert!(names.contains(&json!("everything_get_sum")), "{}", ran.text);
+    let ran = client.exec("d = describe_tool('everything_get_sum')\n[d['name'], 'a' in d['input_schema']['properties']]").await;
+    assert_eq!(ran.result(), &json!(["everything_get_sum", true]), "{}", ran.text);
+}
+
+#[tokio::test]
+async fn the_sdk_stub_is_served_as_a_resource() {
+    let setup = Setup::new(json!({"everything": everything()}));
+    let client = setup.stdio(&[]).await;
+    let resources = client.service.list_all_resources().await.expect("resources/list");
+    assert!(resources.iter().any(|r| r.uri == "codemcp://sdk.pyi"));
+    let read = client
+        .service
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("codemcp://sdk.pyi"))
+        .await
+        .expect("resources/read");
+    let text = serde_json::to_string(&read).expect("json");
+    assert!(text.contains("def everything_get_sum("), "{text}");
+}
+
+#[tokio::test]
+async fn an_upstream_that_dies_is_restarted_on_the_next_call() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    let first = client.exec("odd_pid()").await.result().clone();
+    let ran = client.exec("odd_crash()").await;
+    assert!(ran.is_error, "{}", ran.text);
+    let second = client.exec("odd_pid()").await;
+    assert!(!second.is_error, "{}", second.text);
+    assert_ne!(second.result(), &first, "a new process answers");
+}
+
+#[tokio::test]
+async fn upstream_tool_changes_reach_our_clients() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    assert!(!client.description().await.contains("odd_late_tool"));
+    let ran = client.exec("odd_add_tool(name='late_tool')").await;
+    assert!(!ran.is_error, "{}", ran.text);
+    assert!(client.wait_changed(Duration::from_secs(10)).await, "no notifications/tools/list_changed");
+    assert!(client.description().await.contains("odd_late_tool"));
+    assert_eq!(client.exec("odd_late_tool()").await.result(), "late_tool");
+}
+
+#[tokio::test]
+async fn broken_upstreams_are_skipped_without_blocking_the_others() {
+    let setup = Setup::new(json!({
+        "everything": everything(),
+        "missing_cmd": {"command": "/nonexistent/codemcp-test-binary"},
+        "missing_env": {"command": "node", "args": ["${CODEMCP_TEST_SURELY_UNSET}"]},
+        "hangs": {"command": "sleep", "args": ["60"], "timeout": 2}
+    }));
+    let started = Instant::now();
+    let client = setup.stdio(&[]).await;
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let ran = client.exec("everything_get_sum(a=1, b=1)").await;
+    assert!(!ran.is_error, "{}", ran.text);
+}

@@ -1,0 +1,194 @@
+//! Shared pieces of the integration tests: real upstream peers, a config file
+//! that names them, and the codemcp binary driven by a real MCP client (rmcp).
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_codemcp"))
+}
+
+fn dep(var: &str, default: &str) -> PathBuf {
+    let path = std::env::var_os(var).map_or_else(|| repo().join(default), PathBuf::from);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/test.sh (or scripts/test-deps.sh) to install the test peers",
+        path.display()
+    );
+    path
+}
+
+pub fn node_modules() -> PathBuf {
+    dep("CODEMCP_TEST_NODE_MODULES", ".deps/node/node_modules")
+}
+
+/// Python with `mcp` 2.x (also runs our FastMCP test server).
+pub fn python2() -> PathBuf {
+    dep("CODEMCP_TEST_PY2", ".deps/py2/bin/python")
+}
+
+/// Python with `mcp` 1.x.
+pub fn python1() -> PathBuf {
+    dep("CODEMCP_TEST_PY1", ".deps/py1/bin/python")
+}
+
+/// Upstream entries for the config file.
+pub fn everything() -> Value {
+    let script = node_modules().join("@modelcontextprotocol/server-everything/dist/index.js");
+    json!({"command": "node", "args": [script, "stdio"]})
+}
+
+pub fn filesystem(root: &Path) -> Value {
+    let script = node_modules().join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    json!({"command": "node", "args": [script, root]})
+}
+
+pub fn memory(file: &Path) -> Value {
+    let script = node_modules().join("@modelcontextprotocol/server-memory/dist/index.js");
+    json!({"command": "node", "args": [script], "env": {"MEMORY_FILE_PATH": file}})
+}
+
+pub fn odd(extra_env: Value) -> Value {
+    let mut env = json!({"ODD_LOG_LEVEL": "WARNING"});
+    if let (Some(env), Some(extra)) = (env.as_object_mut(), extra_env.as_object()) {
+        env.extend(extra.clone());
+    }
+    json!({"command": python2(), "args": [repo().join("tests/servers/odd_server.py")], "env": env})
+}
+
+/// A temp dir holding `mcp.json` with the given servers.
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    pub fn new(servers: Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = json!({"mcpServers": servers});
+        std::fs::write(dir.path().join("mcp.json"), config.to_string()).expect("write config");
+        Self { dir }
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("mcp.json")
+    }
+
+    /// Starts `codemcp` over stdio with extra environment variables.
+    pub async fn stdio(&self, env: &[(&str, &str)]) -> Client {
+        let watcher = Watcher::default();
+        let changed = watcher.changed.clone();
+        let config = self.config();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let command = tokio::process::Command::new(bin()).configure(|c| {
+            c.arg("--config").arg(&config).envs(env).env("CODEMCP_LOG", "warn");
+        });
+        let transport = TokioChildProcess::new(command).expect("spawn codemcp");
+        let pid = transport.id();
+        let service = watcher.serve(transport).await.expect("MCP handshake with codemcp");
+        Client { service, changed, pid }
+    }
+}
+
+/// Our test client: records `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+pub struct Watcher {
+    pub changed: Arc<Notify>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("codemcp-tests", "0"))
+    }
+}
+
+pub struct Client {
+    pub service: RunningService<RoleClient, Watcher>,
+    pub changed: Arc<Notify>,
+    pub pid: Option<u32>,
+}
+
+/// One `execute_python` result, unpacked.
+#[derive(Debug)]
+pub struct Ran {
+    pub text: String,
+    pub structured: Value,
+    pub is_error: bool,
+}
+
+impl Ran {
+    pub fn result(&self) -> &Value {
+        &self.structured["result"]
+    }
+
+    pub fn stdout(&self) -> &str {
+        self.structured["stdout"].as_str().unwrap_or_default()
+    }
+
+    pub fn error_type(&self) -> &str {
+        self.structured["error"]["type"].as_str().unwrap_or_default()
+    }
+
+    pub fn error_kind(&self) -> &str {
+        self.structured["error"]["kind"].as_str().unwrap_or_default()
+    }
+
+    pub fn error_message(&self) -> &str {
+        self.structured["error"]["message"].as_str().unwrap_or_default()
+    }
+}
+
+pub fn unpack(result: CallToolResult) -> Ran {
+    let text = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
+    Ran { text, structured: result.structured_content.unwrap_or(Value::Null), is_error: result.is_error == Some(true) }
+}
+
+impl Client {
+    pub async fn exec(&self, code: &str) -> Ran {
+        self.exec_args(json!({"code": code})).await
+    }
+
+    pub async fn exec_args(&self, args: Value) -> Ran {
+        let args = args.as_object().cloned().unwrap_or_default();
+        let result = self
+            .service
+            .call_tool(CallToolRequestParams::new("execute_python").with_arguments(args))
+            .await
+            .expect("tools/call execute_python");
+        unpack(result)
+    }
+
+    pub async fn description(&self) -> String {
+        let tools = self.service.list_all_tools().await.expect("tools/list");
+        assert_eq!(tools.len(), 1, "exactly one tool");
+        tools[0].description.as_deref().unwrap_or_default().to_owned()
+    }
+
+    pub async fn wait_changed(&self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.changed.notified()).await.is_ok()
+    }
+
+    /// Peak resident memory of the gateway process, from /proc.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+}
