@@ -195,11 +195,16 @@ impl Driver {
             progress.tracker_mut().set_max_turn_duration(remaining);
             step = match progress {
                 ReplProgress::FunctionCall(call) => self.on_call(call),
-                ReplProgress::NameLookup(lookup) => {
-                    let answer = self.lookup(&lookup.name);
-                    let _scope = MemoryScope::enter(self.slot);
-                    lookup.resume(answer, PrintWriter::Callback(&mut self.out))
-                }
+                ReplProgress::NameLookup(lookup) => match self.lookup(&lookup.name) {
+                    Ok(answer) => {
+                        let _scope = MemoryScope::enter(self.slot);
+                        lookup.resume(answer, PrintWriter::Callback(&mut self.out))
+                    }
+                    Err(reason) => {
+                        let exc = exception(ExcType::NotImplementedError, format!("Monty does not support {reason}"));
+                        self.abort(ReplProgress::NameLookup(lookup), Verdict::Unsupported { reason }, exc)
+                    }
+                },
                 ReplProgress::OsCall(os) => self.on_os_call(os),
                 ReplProgress::ResolveFutures(waiting) => {
                     let pending: Vec<u32> = waiting.pending_call_ids().to_vec();
@@ -278,23 +283,21 @@ impl Driver {
         }
     }
 
-    /// A bare name the snippet read that is not defined.
-    fn lookup(&self, name: &str) -> NameLookupResult {
+    /// A bare name the snippet read that is not defined; `Err` names a CPython
+    /// builtin Monty lacks.
+    fn lookup(&self, name: &str) -> Result<NameLookupResult, String> {
         if name == SEARCH_TOOLS || name == DESCRIBE_TOOL {
-            return NameLookupResult::Value(MontyObject::function(name, None));
+            return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
         }
         if name == TOOL_ERROR {
-            return NameLookupResult::Value(MontyObject::type_object(MontyType::Exception(ExcType::RuntimeError)));
+            return Ok(NameLookupResult::Value(MontyObject::type_object(MontyType::Exception(ExcType::RuntimeError))));
         }
         if let Some(f) = self.sdk.get(name) {
-            return NameLookupResult::Value(MontyObject::function(name, Some(f.summary.clone())));
+            return Ok(NameLookupResult::Value(MontyObject::function(name, Some(f.summary.clone()))));
         }
         match classify_missing_name(name) {
-            Some(reason) => NameLookupResult::Error(exception(
-                ExcType::NotImplementedError,
-                format!("Monty does not support {reason}"),
-            )),
-            None => NameLookupResult::Undefined,
+            Some(reason) => Err(reason),
+            None => Ok(NameLookupResult::Undefined),
         }
     }
 
@@ -309,7 +312,6 @@ impl Driver {
         } else if self.sdk.get(&name).is_none() {
             let reply = match classify_missing_name(&name) {
                 Some(reason) => {
-                    self.host_verdict = Some(Verdict::Unsupported { reason: reason.clone() });
                     return self.abort(
                         ReplProgress::FunctionCall(call),
                         Verdict::Unsupported { reason: reason.clone() },
