@@ -11,7 +11,16 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
+
+/// reqwest is built without a default TLS provider; install ring once.
+pub fn init_tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -192,3 +201,42 @@ impl Client {
         Some(kib * 1024)
     }
 }
+
+/// A running `codemcp serve --http 127.0.0.1:0` and its URL.
+pub struct HttpGateway {
+    pub child: tokio::process::Child,
+    pub url: String,
+    _setup: Setup,
+}
+
+pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> HttpGateway {
+    let setup = Setup::new(servers);
+    let mut child = tokio::process::Command::new(bin())
+        .arg("--config")
+        .arg(setup.config())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .env("CODEMCP_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn codemcp serve --http");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("serving MCP on ").nth(1) {
+                return rest.trim().to_owned();
+            }
+        }
+        panic!("codemcp exited before serving HTTP");
+    })
+    .await
+    .expect("codemcp serves HTTP within 60 s");
+    // Keep draining stderr so the gateway never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    HttpGateway { child, url, _setup: setup }
+}
+

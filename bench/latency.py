@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""latency.py: codemcp's per-call overhead against a direct MCP connection.
+
+    .deps/py2/bin/python bench/latency.py --codemcp PATH [--node-modules DIR] [--quick] [...]
+
+One process, two stdio connections opened side by side with the `mcp` 2.x client:
+
+    direct   node server-everything (stdio)
+    gateway  codemcp --config <tmp>  whose only upstream is that same server, named `everything`
+
+Cases, measured round-robin (the order rotates every iteration) after a warm-up:
+
+    a  direct   tools/call get-sum {a: 1, b: 2}
+    b  gateway  execute_python  print(1+1)                       no upstream call
+    c  gateway  execute_python  everything_get_sum(a=1, b=2)      one upstream call
+    d  gateway  execute_python  ten sequential everything_get_sum calls
+
+Every measured result is checked (stdout, result, tool_calls), so errors are
+counted and reported instead of timed. Then the gateway's VmRSS is read from
+/proc: right after connecting, and after a soak of execute_python runs (b and c
+alternating). Exit status: 0 when every call succeeded, 1 when some failed,
+2 when a connection could not be set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from importlib.metadata import version as pkg_version
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+EVERYTHING = "@modelcontextprotocol/server-everything/dist/index.js"
+CALL_TIMEOUT_S = 30.0
+TARGET_B = 1.0  # (b)/(a): a no-op snippet should cost no more than a direct tool call
+TARGET_C = 1.5  # (c)/(a): one proxied call within 1.5x of calling the upstream directly
+
+CODE_B = "print(1+1)"
+CODE_C = "everything_get_sum(a=1, b=2)"
+CODE_D = "out = []\nfor i in range(10):\n    out.append(everything_get_sum(a=i, b=1))\nout\n"
+
+
+# ---------------------------------------------------------------- checks
+
+
+def structured(res: Any) -> dict[str, Any]:
+    sc = res.structured_content
+    if not isinstance(sc, dict):
+        raise AssertionError(f"no structuredContent; content: {text_of(res)!r}")
+    if res.is_error or sc.get("error"):
+        raise AssertionError(f"execute_python error: {sc.get('error') or text_of(res)}")
+    return sc
+
+
+def text_of(res: Any) -> str:
+    return "\n".join(getattr(c, "text", "") or "" for c in res.content or [])
+
+
+def expect_calls(sc: dict[str, Any], n: int) -> None:
+    if "tool_calls" in sc and sc["tool_calls"] != n:
+        raise AssertionError(f"tool_calls = {sc['tool_calls']!r}, expected {n}")
+
+
+def check_a(res: Any) -> None:
+    if res.is_error or "is 3." not in text_of(res):
+        raise AssertionError(f"get-sum returned {text_of(res)!r}")
+
+
+def check_b(res: Any) -> None:
+    sc = structured(res)
+    if sc.get("stdout") != "2\n":
+        raise AssertionError(f"stdout = {sc.get('stdout')!r}, expected '2\\n'")
+    expect_calls(sc, 0)
+
+
+def check_c(res: Any) -> None:
+    sc = structured(res)
+    if "is 3." not in json.dumps(sc.get("result")):
+        raise AssertionError(f"result = {sc.get('result')!r}, expected the sum 3")
+    expect_calls(sc, 1)
+
+
+def check_d(res: Any) -> None:
+    sc = structured(res)
+    got = json.dumps(sc.get("result"))
+    missing = [i + 1 for i in range(10) if f"is {i + 1}." not in got]
+    if missing:
+        raise AssertionError(f"result lacks sums {missing}: {got[:200]}")
+    expect_calls(sc, 10)
+
+
+# ---------------------------------------------------------------- cases
+
+
+@dataclass
+class Case:
+    key: str
+    label: str
+    call: Callable[[], Any]  # async () -> CallToolResult
+    check: Callable[[Any], None]
+    samples_ms: list[float] = field(default_factory=list)
+    gw_ms: list[float] = field(default_factory=list)  # structuredContent.elapsed_ms
+    errors: list[str] = field(default_factory=list)
+    disabled: bool = False
+
+    async def run(self, record: bool) -> bool:
+        t0 = time.perf_counter_ns()
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                res = await self.call()
+            dt = (time.perf_counter_ns() - t0) / 1e6
+            self.check(res)
+        except Exception as e:  # noqa: BLE001 - report it and keep measuring the other cases
+            self.errors.append(describe(e))
+            return False
+        if record:
+            self.samples_ms.append(dt)
+            sc = res.structured_content
+            if isinstance(sc, dict) and isinstance(sc.get("elapsed_ms"), (int, float)):
+                self.gw_ms.append(float(sc["elapsed_ms"]))
+        return True
+
+
+def describe(e: BaseException) -> str:
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {str(e) or repr(e)}"
+
+
+def execute(client: Client, code: str) -> Callable[[], Any]:
+    return lambda: client.call_tool("execute_python", {"code": code})
+
+
+# ---------------------------------------------------------------- /proc
+
+
+def child_pid_of(exe: str) -> int | None:
+    """The pid of this process's child running `exe` (the SDK spawns it directly)."""
+    me, want = str(os.getpid()), os.path.realpath(exe)
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            ppid = stat.rsplit(")", 1)[1].split()[1]
+            if ppid == me and os.path.realpath(d / "exe") == want:
+                return int(d.name)
+        except (OSError, IndexError):
+            continue
+    return None
+
+
+def status_kib(pid: int, key: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def mib(kib: int | None) -> str:
+    return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
+
+
+# ---------------------------------------------------------------- stats and report
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def print_table(cases: list[Case], planned: dict[str, int]) -> None:
+    print(f"{'case':<44} {'ok/n':>9} {'median':>8} {'p95':>8} {'mean':>8} {'gw elapsed':>10}")
+    print(f"{'':<44} {'':>9} {'ms':>8} {'ms':>8} {'ms':>8} {'med ms':>10}")
+    for c in cases:
+        xs = c.samples_ms
+        n = planned[c.key]
+        row = f"{c.key}  {c.label:<41} {len(xs):>4}/{n:<4}"
+        if xs:
+            row += f" {fmt(median(xs)):>8} {fmt(pct(xs, 95)):>8} {fmt(statistics.fmean(xs)):>8} {fmt(median(c.gw_ms)):>10}"
+        else:
+            row += f" {'-':>8} {'-':>8} {'-':>8} {'-':>10}"
+        print(row)
+
+
+def ratio_line(name: str, num: Case, den: Case, target: float) -> tuple[str, float | None, str]:
+    mn, md = median(num.samples_ms), median(den.samples_ms)
+    if mn is None or md is None or md == 0:
+        return f"{name:<8} n/a (no successful samples)", None, "N/A"
+    r = mn / md
+    verdict = "PASS" if r <= target else "MISS"
+    return f"{name:<8} {r:5.2f}x   target <= {target:.1f}x   {verdict}", r, verdict
+
+
+def print_errors(cases: list[Case]) -> None:
+    for c in cases:
+        if not c.errors:
+            continue
+        kinds: dict[str, int] = {}
+        for e in c.errors:
+            kinds[e] = kinds.get(e, 0) + 1
+        print(f"ERROR case {c.key} ({c.label}): {len(c.errors)} failed call(s)" + (" - case disabled" if c.disabled else ""))
+        for msg, k in sorted(kinds.items(), key=lambda kv: -kv[1])[:3]:
+            print(f"    {k}x {msg[:300]}")
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--codemcp", required=True, help="path to the codemcp binary (release build)")
+    ap.add_argument("--node-modules", default=os.environ.get("CODEMCP_TEST_NODE_MODULES"), help="default: $CODEMCP_TEST_NODE_MODULES")
+    ap.add_argument("-n", "--iterations", type=int, help="measured calls for a, b, c (default 300; --quick 50)")
+    ap.add_argument("--iterations-d", type=int, help="measured runs of d (default 100; --quick 20)")
+    ap.add_argument("--warmup", type=int, help="warm-up calls per case (default 20; --quick 5)")
+    ap.add_argument("--soak", type=int, help="execute_python runs before the second RSS reading (default 1000; --quick 200)")
+    ap.add_argument("--quick", action="store_true", help="a short run for a smoke test")
+    ap.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="client protocol mode for both connections")
+    a = ap.parse_args()
+    q = a.quick
+    a.iterations = a.iterations if a.iterations is not None else (50 if q else 300)
+    a.iterations_d = a.iterations_d if a.iterations_d is not None else (20 if q else 100)
+    a.warmup = a.warmup if a.warmup is not None else (5 if q else 20)
+    a.soak = a.soak if a.soak is not None else (200 if q else 1000)
+    if not a.node_modules:
+        ap.error("--node-modules or $CODEMCP_TEST_NODE_MODULES is required (source .deps/env.sh)")
+    if not os.access(a.codemcp, os.X_OK):
+        ap.error(f"not an executable: {a.codemcp}")
+    return a
+
+
+def schedule(n_main: int, n_d: int) -> list[list[str]]:
+    """Per iteration, the cases to run: a, b, c every time; d spread evenly."""
+    n = max(n_main, n_d)
+    plan = []
+    for i in range(n):
+        keys = [k for k in "abc" if i < n_main]
+        if (i * n_d) // n != ((i + 1) * n_d) // n:
+            keys.append("d")
+        plan.append(keys[i % len(keys):] + keys[: i % len(keys)] if keys else [])
+    return plan
+
+
+async def amain(a: argparse.Namespace) -> int:
+    node = shutil.which("node") or "node"
+    everything = str(Path(a.node_modules) / EVERYTHING)
+    tmp = Path(tempfile.mkdtemp(prefix="codemcp-bench-"))
+    config = tmp / "config.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": {"command": node, "args": [everything, "stdio"]}}}))
+    env = dict(os.environ, CODEMCP_LOG=os.environ.get("CODEMCP_LOG", "warn"))
+    errlog_path = tmp / "stderr.log"
+
+    print(f"codemcp latency bench - mcp {pkg_version('mcp')} client, mode {a.mode}, {os.cpu_count()} CPUs")
+    print(f"  binary  {a.codemcp}")
+    print(f"  config  {config}   (children's stderr: {errlog_path})")
+    print(f"  n = {a.iterations} (a, b, c), {a.iterations_d} (d); warm-up {a.warmup} each; soak {a.soak}")
+    print()
+
+    with errlog_path.open("w") as errlog:
+        async with AsyncExitStack() as stack:
+            try:
+                with anyio.fail_after(60):
+                    direct = await stack.enter_async_context(Client(
+                        stdio_client(StdioServerParameters(command=node, args=[everything, "stdio"], env=env), errlog=errlog),
+                        mode=a.mode, cache=None))
+                    gateway = await stack.enter_async_context(Client(
+                        stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=env), errlog=errlog),
+                        mode=a.mode, cache=None))
+                    tools = [t.name for t in (await gateway.list_tools()).tools]
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                print(f"FATAL: could not connect: {describe(e)}\n  see {errlog_path}")
+                return 2
+            if "execute_python" not in tools:
+                print(f"FATAL: codemcp does not list execute_python (tools: {tools})")
+                return 2
+            print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
+
+            pid = child_pid_of(a.codemcp)
+            await anyio.sleep(0.5)  # let start-up allocations settle
+            rss_idle = status_kib(pid, "VmRSS") if pid else None
+
+            cases = [
+                Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
+                Case("b", "codemcp  print(1+1)", execute(gateway, CODE_B), check_b),
+                Case("c", "codemcp  1x everything_get_sum", execute(gateway, CODE_C), check_c),
+                Case("d", "codemcp  10x everything_get_sum", execute(gateway, CODE_D), check_d),
+            ]
+            by_key = {c.key: c for c in cases}
+
+            for _ in range(a.warmup):
+                for c in cases:
+                    if not c.disabled:
+                        await c.run(record=False)
+            for c in cases:
+                if a.warmup and len(c.errors) == a.warmup:
+                    c.disabled = True  # every warm-up call failed: timing it would only time errors
+
+            t_start = time.monotonic()
+            for keys in schedule(a.iterations, a.iterations_d):
+                for k in keys:
+                    if not by_key[k].disabled:
+                        await by_key[k].run(record=True)
+            t_measure = time.monotonic() - t_start
+
+            soak_ok = 0
+            t_soak = time.monotonic()
+            for i in range(a.soak):
+                soak_ok += await (by_key["b"] if i % 2 == 0 else by_key["c"]).run(record=False)
+            t_soak = time.monotonic() - t_soak
+            rss_soak = status_kib(pid, "VmRSS") if pid else None
+            hwm = status_kib(pid, "VmHWM") if pid else None
+
+    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d}
+    print()
+    print_table(cases, planned)
+    print()
+    rb, vb_r, vb = ratio_line("(b)/(a)", by_key["b"], by_key["a"], TARGET_B)
+    rc, vc_r, vc = ratio_line("(c)/(a)", by_key["c"], by_key["a"], TARGET_C)
+    print("ratios of medians")
+    print("  " + rb)
+    print("  " + rc)
+    md = median(by_key["d"].samples_ms)
+    per_call = None if md is None else md / 10
+    print(f"  (d)/10   {fmt(per_call)} ms per upstream call inside one snippet"
+          + ("" if per_call is None or not by_key["a"].samples_ms else f"   ({per_call / median(by_key['a'].samples_ms):.2f}x of (a))"))
+    print()
+    print(f"gateway RSS (pid {pid or '?'})")
+    print(f"  idle after connect          {mib(rss_idle)}")
+    print(f"  after {a.soak} execute_python  {mib(rss_soak)}   (peak {mib(hwm)}; {soak_ok}/{a.soak} ok, {t_soak:.1f} s)")
+    print()
+    print_errors(cases)
+
+    n_err = sum(len(c.errors) for c in cases)
+    growth = "n/a" if rss_idle is None or rss_soak is None else f"{(rss_soak - rss_idle) / 1024:+.1f} MiB"
+    print(f"SUMMARY b/a={fmt(vb_r, 2)}x {vb}, c/a={fmt(vc_r, 2)}x {vc}, d/10={fmt(per_call)} ms/call, "
+          f"a median={fmt(median(by_key['a'].samples_ms))} ms, RSS idle {mib(rss_idle)} -> {mib(rss_soak)} ({growth}) after {a.soak} runs, "
+          f"errors {n_err}, measured in {t_measure:.1f} s")
+    return 1 if n_err else 0
+
+
+def main() -> None:
+    sys.exit(anyio.run(amain, parse_args()))
+
+
+if __name__ == "__main__":
+    main()
