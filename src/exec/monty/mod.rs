@@ -240,8 +240,9 @@ impl MontyEngine {
                 let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
                 let result = match outcome {
                     Ok(mut finished) => {
+                        let session_reset = finished.repl.is_none();
                         guard.repl = finished.repl.take();
-                        ThreadResult::Finished { finished }
+                        ThreadResult::Finished { finished, session_reset }
                     }
                     Err(panic) => ThreadResult::Panicked(panic_message(&panic)),
                 };
@@ -257,8 +258,8 @@ impl MontyEngine {
     }
 
     fn fill(&self, execution: &mut Execution, result: ThreadResult) {
-        let finished = match result {
-            ThreadResult::Finished { finished } => finished,
+        let (finished, session_reset) = match result {
+            ThreadResult::Finished { finished, session_reset } => (finished, session_reset),
             ThreadResult::Panicked(message) => {
                 tracing::error!(target: "codemcp::exec", %message, "the Monty interpreter panicked");
                 let mut error = RunError::new(ErrorKind::Internal, "SystemError", format!("the interpreter failed: {message}"))
@@ -268,11 +269,10 @@ impl MontyEngine {
                 return;
             }
         };
-        let Finished { repl, ending, stdout, truncated, tool_calls, session_bytes } = finished;
+        let Finished { ending, stdout, truncated, tool_calls, session_bytes, .. } = finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
-        let session_reset = repl.is_none();
         match ending {
             Ending::Value(Value::Null) => {}
             Ending::Value(value) => match result_size_error(&value, self.limits.max_result_bytes) {
@@ -329,7 +329,7 @@ impl MontyEngine {
 }
 
 enum ThreadResult {
-    Finished { finished: Finished },
+    Finished { finished: Finished, session_reset: bool },
     Panicked(String),
 }
 
