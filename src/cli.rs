@@ -15,7 +15,11 @@ use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::Catalog;
 
 #[derive(Debug, Parser)]
-#[command(name = "codemcp", version, about = "One MCP tool, execute_python, over all your MCP servers")]
+#[command(
+    name = "codemcp",
+    version,
+    about = "One MCP tool, execute_python, over all your MCP servers"
+)]
 pub struct Cli {
     /// Upstream servers file (default: $CODEMCP_CONFIG, then ~/.config/codemcp/mcp.json)
     #[arg(long, global = true)]
@@ -63,7 +67,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
             let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
-            server::serve_stdio(shared).await.map_err(|e| e.to_string())?;
+            server::serve_stdio(shared)
+                .await
+                .map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
             let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
@@ -78,7 +84,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            server::serve_http(shared, addr, access, shutdown).await.map_err(|e| e.to_string())?;
+            server::serve_http(shared, addr, access, shutdown)
+                .await
+                .map_err(|e| e.to_string())?;
         }
         Command::Exec { code } => return Ok(exec_once(catalog, &settings, code).await),
         Command::Sdk => {
@@ -111,21 +119,46 @@ async fn exec_once(catalog: Catalog, settings: &Settings, code: String) -> ExitC
     let engine = engine(settings);
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
     let execution = engine
-        .run(SessionId::next(), RunRequest { code, timeout: None }, host, RunControl::default())
+        .run(
+            SessionId::next(),
+            RunRequest {
+                code,
+                timeout: None,
+            },
+            host,
+            RunControl::default(),
+        )
         .await;
     print!("{}", server::render_text(&execution));
-    if execution.error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if execution.error.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
     match path.path() {
-        Some(p) => println!("config: {}{}", p.display(), if p.exists() { "" } else { " (not found: no upstreams)" }),
+        Some(p) => println!(
+            "config: {}{}",
+            p.display(),
+            if p.exists() {
+                ""
+            } else {
+                " (not found: no upstreams)"
+            }
+        ),
         None => println!("config: none (HOME is not set)"),
     }
     for status in catalog.statuses() {
-        let handshake = status.handshake_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
+        let handshake = status
+            .handshake_ms
+            .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
         match &status.error {
-            None => println!("  {:<20} connected  {:>4} tools  handshake {handshake}", status.name, status.tools),
+            None => println!(
+                "  {:<20} connected  {:>4} tools  handshake {handshake}",
+                status.name, status.tools
+            ),
             Some(e) => println!("  {:<20} FAILED     {e}", status.name),
         }
     }

@@ -4,17 +4,29 @@ use tracing_subscriber::EnvFilter;
 
 /// Counts the bytes Monty-executing threads allocate, so Monty's memory limit works.
 #[global_allocator]
-static ALLOCATOR: codemcp::exec::monty::memory::CountingAllocator = codemcp::exec::monty::memory::CountingAllocator;
+static ALLOCATOR: codemcp::exec::monty::memory::CountingAllocator =
+    codemcp::exec::monty::memory::CountingAllocator;
 
 fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
-    let filter = EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+    let filter =
+        EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
     // reqwest (https upstreams) is built without a default TLS provider.
-    if rustls::crypto::ring::default_provider().install_default().is_err() {
+    if rustls::crypto::ring::default_provider()
+        .install_default()
+        .is_err()
+    {
         tracing::debug!("a TLS provider was already installed");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("codemcp: cannot start the async runtime: {e}");

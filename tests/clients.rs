@@ -34,12 +34,19 @@ async fn drive(python: &Path, target: &[String], steps: &Value) -> Value {
         .spawn()
         .expect("run drive.py");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(steps.to_string().as_bytes()).await.expect("write steps");
+    stdin
+        .write_all(steps.to_string().as_bytes())
+        .await
+        .expect("write steps");
     drop(stdin);
     let output = child.wait_with_output().await.expect("drive.py output");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("drive.py printed no JSON ({e}): {stdout}\n{}", String::from_utf8_lossy(&output.stderr)))
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "drive.py printed no JSON ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
 }
 
 fn check_report(report: &Value, label: &str) {
@@ -48,16 +55,31 @@ fn check_report(report: &Value, label: &str) {
     let tools = results[0]["tools"].as_array().expect("tools");
     assert_eq!(tools.len(), 1, "{label}");
     assert_eq!(tools[0]["name"], "execute_python");
-    assert!(tools[0]["description"].as_str().unwrap_or_default().contains("everything_get_sum("), "{label}");
+    assert!(
+        tools[0]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("everything_get_sum("),
+        "{label}"
+    );
     let ok = &results[1];
     assert_eq!(ok["isError"], false, "{label}: {ok}");
-    assert_eq!(ok["structuredContent"]["result"], "The sum of 2 and 40 is 42.", "{label}: {ok}");
+    assert_eq!(
+        ok["structuredContent"]["result"], "The sum of 2 and 40 is 42.",
+        "{label}: {ok}"
+    );
     assert_eq!(ok["structuredContent"]["stdout"], "ok\n", "{label}");
     let err = &results[2];
     assert_eq!(err["isError"], true, "{label}: {err}");
-    assert_eq!(err["structuredContent"]["error"]["type"], "ZeroDivisionError", "{label}");
+    assert_eq!(
+        err["structuredContent"]["error"]["type"], "ZeroDivisionError",
+        "{label}"
+    );
     let resources = results[3]["resources"].as_array().expect("resources");
-    assert!(resources.iter().any(|r| r["uri"] == "codemcp://sdk.pyi"), "{label}");
+    assert!(
+        resources.iter().any(|r| r["uri"] == "codemcp://sdk.pyi"),
+        "{label}"
+    );
     assert_eq!(report["server_info"]["name"], "codemcp", "{label}");
 }
 
@@ -77,9 +99,11 @@ fn stdio_target(setup: &Setup, mode: &str) -> Vec<String> {
 #[tokio::test]
 async fn python_mcp_clients_over_stdio() {
     let setup = Setup::new(json!({"everything": everything()}));
-    for (python, mode, label) in
-        [(python2(), "auto", "mcp 2.3.0 auto"), (python2(), "legacy", "mcp 2.3.0 legacy"), (python1(), "auto", "mcp 1.30.0")]
-    {
+    for (python, mode, label) in [
+        (python2(), "auto", "mcp 2.3.0 auto"),
+        (python2(), "legacy", "mcp 2.3.0 legacy"),
+        (python1(), "auto", "mcp 1.30.0"),
+    ] {
         let report = drive(&python, &stdio_target(&setup, mode), &steps()).await;
         check_report(&report, label);
         if label == "mcp 2.3.0 auto" {
@@ -91,8 +115,19 @@ async fn python_mcp_clients_over_stdio() {
 #[tokio::test]
 async fn python_mcp_clients_over_http() {
     let gateway = start_http(json!({"everything": everything()}), &[]).await;
-    for (python, mode, label) in [(python2(), "auto", "mcp 2.3.0 auto"), (python2(), "legacy", "mcp 2.3.0 legacy"), (python1(), "auto", "mcp 1.30.0")] {
-        let target = vec!["--target".into(), "http".into(), "--url".into(), gateway.url.clone(), "--mode".into(), mode.into()];
+    for (python, mode, label) in [
+        (python2(), "auto", "mcp 2.3.0 auto"),
+        (python2(), "legacy", "mcp 2.3.0 legacy"),
+        (python1(), "auto", "mcp 1.30.0"),
+    ] {
+        let target = vec![
+            "--target".into(),
+            "http".into(),
+            "--url".into(),
+            gateway.url.clone(),
+            "--mode".into(),
+            mode.into(),
+        ];
         let report = drive(&python, &target, &steps()).await;
         check_report(&report, label);
     }
@@ -107,7 +142,10 @@ async fn session_state_persists_for_python_clients() {
     ]);
     for (python, mode) in [(python2(), "auto"), (python1(), "auto")] {
         let report = drive(&python, &stdio_target(&setup, mode), &steps).await;
-        assert_eq!(report["results"][1]["structuredContent"]["result"], 42, "{report}");
+        assert_eq!(
+            report["results"][1]["structuredContent"]["result"], 42,
+            "{report}"
+        );
     }
 }
 
@@ -117,17 +155,33 @@ async fn mcp_inspector_cli_lists_and_calls() {
     let inspector = repo().join("tests/clients/inspector.sh");
     // The Inspector has a --config flag of its own, so name our config by environment.
     let base = [bin().display().to_string(), "--".into()];
-    let list = Command::new(&inspector).args(&base).args(["--method", "tools/list"]).env("CODEMCP_CONFIG", setup.config()).env("CODEMCP_LOG", "warn").output().await.expect("inspector");
-    let listed: Value = serde_json::from_slice(&list.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&list.stderr)));
-    assert_eq!(listed["tools"][0]["name"], "execute_python");
-    let call = Command::new(&inspector)
+    let list = Command::new(&inspector)
         .args(&base)
-        .args(["--method", "tools/call", "--tool-name", "execute_python", "--tool-arg", "code=print(6*7)"])
+        .args(["--method", "tools/list"])
         .env("CODEMCP_CONFIG", setup.config())
         .env("CODEMCP_LOG", "warn")
         .output()
         .await
         .expect("inspector");
-    let called: Value = serde_json::from_slice(&call.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&call.stderr)));
+    let listed: Value = serde_json::from_slice(&list.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&list.stderr)));
+    assert_eq!(listed["tools"][0]["name"], "execute_python");
+    let call = Command::new(&inspector)
+        .args(&base)
+        .args([
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "execute_python",
+            "--tool-arg",
+            "code=print(6*7)",
+        ])
+        .env("CODEMCP_CONFIG", setup.config())
+        .env("CODEMCP_LOG", "warn")
+        .output()
+        .await
+        .expect("inspector");
+    let called: Value = serde_json::from_slice(&call.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&call.stderr)));
     assert_eq!(called["structuredContent"]["stdout"], "42\n", "{called}");
 }

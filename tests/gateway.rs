@@ -48,14 +48,25 @@ async fn a_snippet_makes_several_upstream_calls_in_one_turn() {
 async fn state_persists_within_a_session() {
     let setup = Setup::new(json!({}));
     let client = setup.stdio(&[]).await;
-    assert!(!client.exec("import json\nx = 41\ndef inc(v):\n    return v + 1").await.is_error);
+    assert!(
+        !client
+            .exec("import json\nx = 41\ndef inc(v):\n    return v + 1")
+            .await
+            .is_error
+    );
     let ran = client.exec("json.dumps({'v': inc(x)})").await;
     assert_eq!(ran.result(), "{\"v\": 42}", "{}", ran.text);
     // A genuine error keeps the session.
     assert!(client.exec("y = 5\n1/0").await.is_error);
     assert_eq!(client.exec("x + y").await.result(), 46);
     // `result` returns a value from code ending in a statement.
-    assert_eq!(client.exec("result = {'n': x}\nprint('set')").await.result(), &json!({"n": 41}));
+    assert_eq!(
+        client
+            .exec("result = {'n': x}\nprint('set')")
+            .await
+            .result(),
+        &json!({"n": 41})
+    );
 }
 
 #[tokio::test]
@@ -66,13 +77,25 @@ async fn tool_errors_raise_catchable_exceptions_with_the_upstream_text() {
     let code = "try:\n    fs_read_text_file(path='/etc/passwd')\nexcept ToolError as e:\n    print('caught', str(e))";
     let ran = client.exec(code).await;
     assert!(!ran.is_error, "{}", ran.text);
-    assert!(ran.stdout().contains("caught") && ran.stdout().contains("Access denied"), "{}", ran.text);
-    let ran = client.exec("try:\n    fs_read_text_file(path='/nope')\nexcept RuntimeError:\n    print('runtime')").await;
+    assert!(
+        ran.stdout().contains("caught") && ran.stdout().contains("Access denied"),
+        "{}",
+        ran.text
+    );
+    let ran = client
+        .exec(
+            "try:\n    fs_read_text_file(path='/nope')\nexcept RuntimeError:\n    print('runtime')",
+        )
+        .await;
     assert_eq!(ran.stdout(), "runtime\n", "{}", ran.text);
     // Uncaught, the tool's text reaches the agent.
     let ran = client.exec("fs_read_text_file(path='/etc/passwd')").await;
     assert!(ran.is_error);
-    assert!(ran.error_message().contains("Access denied"), "{}", ran.text);
+    assert!(
+        ran.error_message().contains("Access denied"),
+        "{}",
+        ran.text
+    );
 }
 
 #[tokio::test]
@@ -82,9 +105,16 @@ async fn structured_results_are_dicts_and_text_results_are_strings() {
     let setup = Setup::new(json!({"everything": everything(), "fs": filesystem(root.path())}));
     let client = setup.stdio(&[]).await;
     let path = root.path().join("a.txt");
-    let ran = client.exec(&format!("r = fs_read_text_file(path={:?})\n[isinstance(r, dict), r['content']]", path.display().to_string())).await;
+    let ran = client
+        .exec(&format!(
+            "r = fs_read_text_file(path={:?})\n[isinstance(r, dict), r['content']]",
+            path.display().to_string()
+        ))
+        .await;
     assert_eq!(ran.result(), &json!([true, "hello"]), "{}", ran.text);
-    let ran = client.exec("isinstance(everything_echo(message='hi'), str)").await;
+    let ran = client
+        .exec("isinstance(everything_echo(message='hi'), str)")
+        .await;
     assert_eq!(ran.result(), true, "{}", ran.text);
 }
 
@@ -98,8 +128,16 @@ async fn awaited_and_gathered_calls_run_concurrently() {
         .exec("import asyncio\nr = await asyncio.gather(odd_slow(ms=300), odd_slow(ms=300), odd_slow(ms=300))\nr")
         .await;
     let gathered = started.elapsed();
-    assert_eq!(ran.result(), &json!(["slept 300", "slept 300", "slept 300"]), "{}", ran.text);
-    assert!(gathered < Duration::from_millis(800), "three 300 ms calls took {gathered:?}");
+    assert_eq!(
+        ran.result(),
+        &json!(["slept 300", "slept 300", "slept 300"]),
+        "{}",
+        ran.text
+    );
+    assert!(
+        gathered < Duration::from_millis(800),
+        "three 300 ms calls took {gathered:?}"
+    );
     let ran = client.exec("x = await odd_slow(ms=5)\nx").await;
     assert_eq!(ran.result(), "slept 5", "{}", ran.text);
 }
@@ -108,22 +146,35 @@ async fn awaited_and_gathered_calls_run_concurrently() {
 async fn search_and_describe_are_available_in_the_sandbox() {
     let setup = Setup::new(json!({"everything": everything()}));
     let client = setup.stdio(&[]).await;
-    let ran = client.exec("hits = search_tools('sum of two numbers', limit=3)\n[h['name'] for h in hits]").await;
+    let ran = client
+        .exec("hits = search_tools('sum of two numbers', limit=3)\n[h['name'] for h in hits]")
+        .await;
     let names = ran.result().as_array().cloned().unwrap_or_default();
     assert!(names.contains(&json!("everything_get_sum")), "{}", ran.text);
     let ran = client.exec("d = describe_tool('everything_get_sum')\n[d['name'], 'a' in d['input_schema']['properties']]").await;
-    assert_eq!(ran.result(), &json!(["everything_get_sum", true]), "{}", ran.text);
+    assert_eq!(
+        ran.result(),
+        &json!(["everything_get_sum", true]),
+        "{}",
+        ran.text
+    );
 }
 
 #[tokio::test]
 async fn the_sdk_stub_is_served_as_a_resource() {
     let setup = Setup::new(json!({"everything": everything()}));
     let client = setup.stdio(&[]).await;
-    let resources = client.service.list_all_resources().await.expect("resources/list");
+    let resources = client
+        .service
+        .list_all_resources()
+        .await
+        .expect("resources/list");
     assert!(resources.iter().any(|r| r.uri == "codemcp://sdk.pyi"));
     let read = client
         .service
-        .read_resource(rmcp::model::ReadResourceRequestParams::new("codemcp://sdk.pyi"))
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "codemcp://sdk.pyi",
+        ))
         .await
         .expect("resources/read");
     let text = serde_json::to_string(&read).expect("json");
@@ -149,7 +200,10 @@ async fn upstream_tool_changes_reach_our_clients() {
     assert!(!client.description().await.contains("odd_late_tool"));
     let ran = client.exec("odd_add_tool(name='late_tool')").await;
     assert!(!ran.is_error, "{}", ran.text);
-    assert!(client.wait_changed(Duration::from_secs(10)).await, "no notifications/tools/list_changed");
+    assert!(
+        client.wait_changed(Duration::from_secs(10)).await,
+        "no notifications/tools/list_changed"
+    );
     assert!(client.description().await.contains("odd_late_tool"));
     assert_eq!(client.exec("odd_late_tool()").await.result(), "late_tool");
 }

@@ -12,12 +12,20 @@ use tokio::process::Command;
 
 async fn connect(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     support::init_tls();
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.to_owned()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+    );
     ().serve(transport).await.expect("MCP over HTTP")
 }
 
-async fn exec(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, code: &str) -> support::Ran {
-    let args = json!({"code": code}).as_object().cloned().unwrap_or_default();
+async fn exec(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    code: &str,
+) -> support::Ran {
+    let args = json!({"code": code})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let result = client
         .call_tool(rmcp::model::CallToolRequestParams::new("execute_python").with_arguments(args))
         .await
@@ -38,7 +46,12 @@ async fn post_initialize(url: &str, headers: &[(&str, &str)]) -> u16 {
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
-    request.send().await.expect("HTTP request to loopback").status().as_u16()
+    request
+        .send()
+        .await
+        .expect("HTTP request to loopback")
+        .status()
+        .as_u16()
 }
 
 #[tokio::test]
@@ -54,7 +67,8 @@ async fn concurrent_calls_from_many_sessions_do_not_cross() {
     let mut calls = Vec::new();
     for (s, client) in clients.iter().enumerate() {
         for c in 0..5 {
-            let code = format!("print('token-{s}-{c}')\nr = everything_get_sum(a={s}, b={c})\n[me, r]");
+            let code =
+                format!("print('token-{s}-{c}')\nr = everything_get_sum(a={s}, b={c})\n[me, r]");
             calls.push(async move { (s, c, exec(client, &code).await) });
         }
     }
@@ -63,7 +77,10 @@ async fn concurrent_calls_from_many_sessions_do_not_cross() {
     for (s, c, ran) in results {
         assert!(!ran.is_error, "{}", ran.text);
         assert_eq!(ran.stdout(), format!("token-{s}-{c}\n"));
-        assert_eq!(ran.result(), &json!([s, format!("The sum of {s} and {c} is {}.", s + c)]));
+        assert_eq!(
+            ran.result(),
+            &json!([s, format!("The sum of {s} and {c} is {}.", s + c)])
+        );
     }
 }
 
@@ -83,8 +100,14 @@ async fn foreign_host_and_origin_headers_are_rejected() {
     let url = &gateway.url;
     assert_eq!(post_initialize(url, &[]).await, 200);
     assert_eq!(post_initialize(url, &[("host", "evil.example")]).await, 403);
-    assert_eq!(post_initialize(url, &[("origin", "http://evil.example")]).await, 403);
-    assert_eq!(post_initialize(url, &[("origin", "http://localhost:1234")]).await, 200);
+    assert_eq!(
+        post_initialize(url, &[("origin", "http://evil.example")]).await,
+        403
+    );
+    assert_eq!(
+        post_initialize(url, &[("origin", "http://localhost:1234")]).await,
+        200
+    );
 }
 
 #[tokio::test]
@@ -92,8 +115,14 @@ async fn a_configured_token_is_required() {
     let gateway = start(json!({}), &[("CODEMCP_HTTP_TOKEN", "s3cret")]).await;
     let url = &gateway.url;
     assert_eq!(post_initialize(url, &[]).await, 401);
-    assert_eq!(post_initialize(url, &[("authorization", "Bearer wrong")]).await, 401);
-    assert_eq!(post_initialize(url, &[("authorization", "Bearer s3cret")]).await, 200);
+    assert_eq!(
+        post_initialize(url, &[("authorization", "Bearer wrong")]).await,
+        401
+    );
+    assert_eq!(
+        post_initialize(url, &[("authorization", "Bearer s3cret")]).await,
+        200
+    );
 }
 
 #[tokio::test]

@@ -15,7 +15,9 @@ async fn wall_time_limit_stops_a_busy_loop_and_resets_the_session() {
     let client = Setup::new(json!({})).stdio(&[]).await;
     client.exec("keep = 1").await;
     let started = Instant::now();
-    let ran = client.exec_args(json!({"code": "while True:\n    pass", "timeout_ms": 1000})).await;
+    let ran = client
+        .exec_args(json!({"code": "while True:\n    pass", "timeout_ms": 1000}))
+        .await;
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(ran.error_type(), "TimeoutError", "{}", ran.text);
     assert_eq!(ran.error_kind(), "limit");
@@ -27,8 +29,14 @@ async fn wall_time_limit_stops_a_busy_loop_and_resets_the_session() {
 async fn wall_time_counts_time_spent_waiting_for_tools() {
     let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(&[]).await;
     let started = Instant::now();
-    let ran = client.exec_args(json!({"code": "odd_slow(ms=5000)", "timeout_ms": 500})).await;
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    let ran = client
+        .exec_args(json!({"code": "odd_slow(ms=5000)", "timeout_ms": 500}))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(ran.error_type(), "TimeoutError", "{}", ran.text);
 }
 
@@ -43,7 +51,9 @@ async fn recursion_depth_is_bounded_and_catchable() {
 
 #[tokio::test]
 async fn oversized_source_is_refused_before_running() {
-    let client = Setup::new(json!({})).stdio(&[("CODEMCP_MAX_SOURCE_BYTES", "1000")]).await;
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_MAX_SOURCE_BYTES", "1000")])
+        .await;
     let ran = client.exec(&format!("x = '{}'", "a".repeat(2000))).await;
     assert_eq!(ran.error_kind(), "input", "{}", ran.text);
     assert!(ran.error_message().contains("CODEMCP_MAX_SOURCE_BYTES"));
@@ -51,18 +61,28 @@ async fn oversized_source_is_refused_before_running() {
 
 #[tokio::test]
 async fn output_is_capped_with_a_visible_marker() {
-    let client = Setup::new(json!({})).stdio(&[("CODEMCP_MAX_OUTPUT_BYTES", "100")]).await;
-    let ran = client.exec("for i in range(1000):\n    print('line', i)\n'done'").await;
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_MAX_OUTPUT_BYTES", "100")])
+        .await;
+    let ran = client
+        .exec("for i in range(1000):\n    print('line', i)\n'done'")
+        .await;
     assert!(!ran.is_error, "{}", ran.text);
     assert_eq!(ran.structured["truncated"], true);
-    assert!(ran.stdout().contains("[output truncated at 100 bytes]"), "{}", ran.text);
+    assert!(
+        ran.stdout().contains("[output truncated at 100 bytes]"),
+        "{}",
+        ran.text
+    );
     assert!(ran.stdout().len() < 200);
     assert_eq!(ran.result(), "done");
 }
 
 #[tokio::test]
 async fn result_size_is_capped() {
-    let client = Setup::new(json!({})).stdio(&[("CODEMCP_MAX_RESULT_BYTES", "1000")]).await;
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_MAX_RESULT_BYTES", "1000")])
+        .await;
     let ran = client.exec("'x' * 5000").await;
     assert_eq!(ran.error_kind(), "limit", "{}", ran.text);
     assert!(ran.error_message().contains("CODEMCP_MAX_RESULT_BYTES"));
@@ -70,17 +90,29 @@ async fn result_size_is_capped() {
 
 #[tokio::test]
 async fn tool_calls_per_run_are_capped() {
-    let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(&[("CODEMCP_MAX_TOOL_CALLS", "3")]).await;
-    let ran = client.exec("for i in range(5):\n    odd_add_numbers(a=i, b=1)").await;
+    let client = Setup::new(json!({"odd": odd(json!({}))}))
+        .stdio(&[("CODEMCP_MAX_TOOL_CALLS", "3")])
+        .await;
+    let ran = client
+        .exec("for i in range(5):\n    odd_add_numbers(a=i, b=1)")
+        .await;
     assert_eq!(ran.error_kind(), "limit", "{}", ran.text);
-    assert!(ran.error_message().contains("CODEMCP_MAX_TOOL_CALLS"), "{}", ran.text);
+    assert!(
+        ran.error_message().contains("CODEMCP_MAX_TOOL_CALLS"),
+        "{}",
+        ran.text
+    );
     assert_eq!(ran.structured["tool_calls"], 3);
 }
 
 #[tokio::test]
 async fn total_sleep_is_capped() {
-    let client = Setup::new(json!({})).stdio(&[("CODEMCP_MAX_SLEEP_MS", "300")]).await;
-    let ran = client.exec("import time\ntime.sleep(0.2)\ntime.sleep(0.2)").await;
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_MAX_SLEEP_MS", "300")])
+        .await;
+    let ran = client
+        .exec("import time\ntime.sleep(0.2)\ntime.sleep(0.2)")
+        .await;
     assert_eq!(ran.error_kind(), "limit", "{}", ran.text);
     assert!(ran.error_message().contains("sleep limit"), "{}", ran.text);
     let ran = client.exec("import time\ntime.sleep(0.1)\n'slept'").await;
@@ -91,14 +123,20 @@ async fn total_sleep_is_capped() {
 async fn memory_limit_stops_an_allocation_loop_and_the_gateway_stays_small() {
     let client = Setup::new(json!({})).stdio(&[]).await;
     let started = Instant::now();
-    let ran = client.exec("l = []\nwhile True:\n    l.append('x' * 10000)").await;
+    let ran = client
+        .exec("l = []\nwhile True:\n    l.append('x' * 10000)")
+        .await;
     let took = started.elapsed();
     assert_eq!(ran.error_type(), "MemoryError", "{}", ran.text);
     assert_eq!(ran.error_kind(), "limit");
     assert!(took < Duration::from_secs(2), "MemoryError after {took:?}");
     let budget = 256u64 << 20;
     let peak = client.peak_rss_bytes().expect("read /proc");
-    assert!(peak < budget + (100 << 20), "gateway peak RSS {} MiB", peak >> 20);
+    assert!(
+        peak < budget + (100 << 20),
+        "gateway peak RSS {} MiB",
+        peak >> 20
+    );
     // The gateway keeps answering afterwards.
     assert_eq!(client.exec("1 + 1").await.result(), 2);
 }
@@ -142,9 +180,18 @@ async fn features_monty_lacks_are_named_and_genuine_errors_are_not() {
         let ran = client.exec(code).await;
         assert_eq!(ran.error_kind(), "unsupported", "{code}: {}", ran.text);
         assert!(ran.text.contains(feature), "{code}: {}", ran.text);
-        assert!(ran.structured["error"]["hint"].as_str().unwrap_or_default().contains("Rewrite"));
+        assert!(
+            ran.structured["error"]["hint"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Rewrite")
+        );
     }
-    for (code, exc) in [("1/0", "ZeroDivisionError"), ("{}['k']", "KeyError"), ("undefined_name + 1", "NameError")] {
+    for (code, exc) in [
+        ("1/0", "ZeroDivisionError"),
+        ("{}['k']", "KeyError"),
+        ("undefined_name + 1", "NameError"),
+    ] {
         let ran = client.exec(code).await;
         assert_eq!(ran.error_kind(), "python", "{code}: {}", ran.text);
         assert_eq!(ran.error_type(), exc);
@@ -168,7 +215,10 @@ async fn malformed_code_is_a_clear_error() {
 async fn cancellation_stops_the_run() {
     let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(&[]).await;
     let code = "for i in range(100):\n    odd_counter()\n    odd_slow(ms=100)";
-    let args = json!({"code": code}).as_object().cloned().unwrap_or_default();
+    let args = json!({"code": code})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
         CallToolRequestParams::new("execute_python").with_arguments(args),
     ));
@@ -181,9 +231,19 @@ async fn cancellation_stops_the_run() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     handle.cancel(Some("test".into())).await.expect("cancel");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let a = client.exec("odd_counter()").await.result().as_i64().expect("int");
+    let a = client
+        .exec("odd_counter()")
+        .await
+        .result()
+        .as_i64()
+        .expect("int");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let b = client.exec("odd_counter()").await.result().as_i64().expect("int");
+    let b = client
+        .exec("odd_counter()")
+        .await
+        .result()
+        .as_i64()
+        .expect("int");
     assert_eq!(b, a + 1, "the cancelled run kept calling tools");
     assert!(a < 50, "the run was not stopped early: counter {a}");
 }

@@ -19,7 +19,9 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A gateway with no upstreams: plain Python only.
@@ -30,8 +32,17 @@ impl ToolHost for NoTools {
         self.0.clone()
     }
 
-    fn call_tool(&self, _server: &str, _tool: &str, _args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>> {
-        Box::pin(async { Err(ToolFailure { message: "no upstreams".into() }) })
+    fn call_tool(
+        &self,
+        _server: &str,
+        _tool: &str,
+        _args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        Box::pin(async {
+            Err(ToolFailure {
+                message: "no upstreams".into(),
+            })
+        })
     }
 }
 
@@ -51,7 +62,10 @@ fn limits(memory_limit: usize) -> MontyLimits {
 }
 
 fn request(code: &str) -> RunRequest {
-    RunRequest { code: code.to_owned(), timeout: None }
+    RunRequest {
+        code: code.to_owned(),
+        timeout: None,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,17 +74,31 @@ async fn ten_thousand_runs_leave_the_counter_where_it_started() {
     let engine = MontyEngine::new(limits(256 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     // One run first, so one-time lazy statics are not counted as a leak.
-    engine.run(SessionId::next(), request("1"), host.clone(), RunControl::default()).await;
+    engine
+        .run(
+            SessionId::next(),
+            request("1"),
+            host.clone(),
+            RunControl::default(),
+        )
+        .await;
     let before = total_live_bytes();
     let code = "d = {str(i): [i] * 3 for i in range(50)}\nprint(len(d))\nsorted(d)[:3]";
     for i in 0..10_000 {
         let session = SessionId::next();
-        let ran = engine.run(session, request(code), host.clone(), RunControl::default()).await;
+        let ran = engine
+            .run(session, request(code), host.clone(), RunControl::default())
+            .await;
         assert!(ran.error.is_none(), "run {i}: {:?}", ran.error);
         engine.end_session(session);
     }
     let after = total_live_bytes();
-    assert_eq!(after, before, "accounted bytes drifted by {}", after as i64 - before as i64);
+    assert_eq!(
+        after,
+        before,
+        "accounted bytes drifted by {}",
+        after as i64 - before as i64
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,14 +107,29 @@ async fn a_session_is_charged_for_what_it_keeps_and_refunded_when_dropped() {
     let engine = MontyEngine::new(limits(256 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     let session = SessionId::next();
-    engine.run(session, request("1"), host.clone(), RunControl::default()).await;
+    engine
+        .run(session, request("1"), host.clone(), RunControl::default())
+        .await;
     let before = total_live_bytes();
-    let ran = engine.run(session, request("big = 'x' * (8 * 1024 * 1024)"), host.clone(), RunControl::default()).await;
+    let ran = engine
+        .run(
+            session,
+            request("big = 'x' * (8 * 1024 * 1024)"),
+            host.clone(),
+            RunControl::default(),
+        )
+        .await;
     assert!(ran.error.is_none(), "{:?}", ran.error);
     let holding = total_live_bytes();
-    assert!(holding >= before + (8 << 20), "the 8 MiB string is charged: {before} -> {holding}");
+    assert!(
+        holding >= before + (8 << 20),
+        "the 8 MiB string is charged: {before} -> {holding}"
+    );
     engine.end_session(session);
-    assert!(total_live_bytes() <= before, "dropping the session refunds it");
+    assert!(
+        total_live_bytes() <= before,
+        "dropping the session refunds it"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +138,12 @@ async fn the_budget_stops_growth_inside_the_run() {
     let engine = MontyEngine::new(limits(32 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     let ran = engine
-        .run(SessionId::next(), request("l = []\nwhile True:\n    l.append('x' * 10000)"), host, RunControl::default())
+        .run(
+            SessionId::next(),
+            request("l = []\nwhile True:\n    l.append('x' * 10000)"),
+            host,
+            RunControl::default(),
+        )
         .await;
     let error = ran.error.expect("MemoryError");
     assert_eq!(error.exc_type, "MemoryError");

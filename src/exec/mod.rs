@@ -130,5 +130,10 @@ pub trait ToolHost: Send + Sync + 'static {
     fn sdk(&self) -> Arc<Sdk>;
     /// Calls upstream `tool` of `server` and returns its value per the calling
     /// contract (structured content, else joined text).
-    fn call_tool(&self, server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+    fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>>;
 }

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 #[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -18,7 +19,9 @@ use tokio::sync::broadcast;
 
 use super::render::render_text;
 use crate::exec::monty::MontyEngine;
-use crate::exec::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver, ToolHost};
+use crate::exec::{
+    ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver, ToolHost,
+};
 use crate::upstream::Catalog;
 
 pub const TOOL_NAME: &str = "execute_python";
@@ -36,26 +39,37 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(catalog: Catalog, engine: MontyEngine, description_budget: usize) -> Arc<Self> {
-        let shared = Arc::new(Self { catalog, engine, description_budget, legacy_peers: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Self {
+            catalog,
+            engine,
+            description_budget,
+            legacy_peers: Mutex::new(Vec::new()),
+        });
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
         tokio::spawn(expire_sessions(Arc::downgrade(&shared)));
         shared
     }
 
     fn legacy_peers(&self) -> std::sync::MutexGuard<'_, Vec<Peer<RoleServer>>> {
-        self.legacy_peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.legacy_peers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 /// Tells our clients when the upstream catalog (and so our tool description) changed.
 async fn forward_tool_changes(shared: std::sync::Weak<Shared>) {
-    let Some(mut changes) = shared.upgrade().map(|s| s.catalog.subscribe_changes()) else { return };
+    let Some(mut changes) = shared.upgrade().map(|s| s.catalog.subscribe_changes()) else {
+        return;
+    };
     loop {
         match changes.recv().await {
             Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => return,
         }
-        let Some(shared) = shared.upgrade() else { return };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
         let peers: Vec<Peer<RoleServer>> = shared.legacy_peers().clone();
         let mut alive = Vec::new();
         for peer in peers {
@@ -71,7 +85,9 @@ async fn expire_sessions(shared: std::sync::Weak<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
         tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
         shared.engine.expire_idle();
     }
 }
@@ -97,12 +113,19 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new_session(shared: Arc<Shared>) -> Self {
-        let session = Arc::new(SessionGuard { id: SessionId::next(), shared: shared.clone() });
+        let session = Arc::new(SessionGuard {
+            id: SessionId::next(),
+            shared: shared.clone(),
+        });
         Self { shared, session }
     }
 
     fn tool(&self) -> Tool {
-        let description = self.shared.catalog.sdk().description(self.shared.description_budget);
+        let description = self
+            .shared
+            .catalog
+            .sdk()
+            .description(self.shared.description_budget);
         let schema = json!({
             "type": "object",
             "properties": {
@@ -119,11 +142,18 @@ impl Gateway {
     }
 
     /// Runs one `execute_python` call and shapes the MCP result.
-    pub async fn execute(&self, arguments: Option<&Map<String, Value>>, control: RunControl) -> CallToolResult {
+    pub async fn execute(
+        &self,
+        arguments: Option<&Map<String, Value>>,
+        control: RunControl,
+    ) -> CallToolResult {
         let execution = match parse_request(arguments) {
             Ok(request) => {
                 let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
-                self.shared.engine.run(self.session.id, request, host, control).await
+                self.shared
+                    .engine
+                    .run(self.session.id, request, host, control)
+                    .await
             }
             Err(error) => input_error(error),
         };
@@ -133,8 +163,9 @@ impl Gateway {
 
 fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, RunError> {
     let bad = |message: &str| {
-        RunError::new(ErrorKind::Input, "TypeError", message)
-            .with_hint("call execute_python with {\"code\": \"<python>\"} and optionally \"timeout_ms\"")
+        RunError::new(ErrorKind::Input, "TypeError", message).with_hint(
+            "call execute_python with {\"code\": \"<python>\"} and optionally \"timeout_ms\"",
+        )
     };
     let arguments = arguments.ok_or_else(|| bad("missing arguments"))?;
     let code = match arguments.get("code") {
@@ -223,12 +254,21 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name != TOOL_NAME {
             return Err(ErrorData::invalid_params(
-                format!("unknown tool '{}'; the only tool is {TOOL_NAME}", request.name),
+                format!(
+                    "unknown tool '{}'; the only tool is {TOOL_NAME}",
+                    request.name
+                ),
                 None,
             ));
         }
-        let control = RunControl { cancel: context.ct.clone(), on_tool_call: progress_observer(&context) };
-        Ok(self.execute(request.arguments.as_ref(), control).await.into())
+        let control = RunControl {
+            cancel: context.ct.clone(),
+            on_tool_call: progress_observer(&context),
+        };
+        Ok(self
+            .execute(request.arguments.as_ref(), control)
+            .await
+            .into())
     }
 
     async fn list_resources(
@@ -237,7 +277,9 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let resource = Resource::new(SDK_URI, "sdk.pyi")
-            .with_description("Type stub of every upstream tool as a Python function, with full docs")
+            .with_description(
+                "Type stub of every upstream tool as a Python function, with full docs",
+            )
             .with_mime_type("text/x-python");
         Ok(ListResourcesResult::with_all_items(vec![resource]))
     }
@@ -248,7 +290,10 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != SDK_URI {
-            return Err(ErrorData::resource_not_found(format!("no resource '{}'", request.uri), None));
+            return Err(ErrorData::resource_not_found(
+                format!("no resource '{}'", request.uri),
+                None,
+            ));
         }
         let stub = self.shared.catalog.sdk().stub();
         let contents = ResourceContents::text(stub, SDK_URI).with_mime_type("text/x-python");
@@ -256,7 +301,11 @@ impl ServerHandler for Gateway {
     }
 
     #[allow(deprecated)] // logging is deprecated by SEP-2577, still used by 2025-era clients
-    async fn set_level(&self, request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         tracing::debug!(target: "codemcp::server", level = ?request.level, "client set log level");
         Ok(())
     }
@@ -265,7 +314,10 @@ impl ServerHandler for Gateway {
         self.shared.legacy_peers().push(context.peer.clone());
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 

@@ -25,7 +25,10 @@ pub enum ServerError {
     #[error("MCP session failed: {0}")]
     Session(String),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error(
         "refusing to serve on non-loopback address {0} without a bearer token: set CODEMCP_HTTP_TOKEN \
          (clients then send 'Authorization: Bearer <token>')"
@@ -41,7 +44,10 @@ pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), ServerError> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| ServerError::Session(e.to_string()))?;
-    running.waiting().await.map_err(|e| ServerError::Session(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServerError::Session(e.to_string()))?;
     Ok(())
 }
 
@@ -85,12 +91,16 @@ pub async fn serve_http(
     let mut app = axum::Router::new().nest_service("/mcp", service);
     if let Some(token) = access.token {
         let token: Arc<str> = token.into();
-        app = app.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
-            let token = token.clone();
-            async move { require_bearer(&token, request, next).await }
-        }));
+        app = app.layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let token = token.clone();
+                async move { require_bearer(&token, request, next).await }
+            },
+        ));
     }
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
     tracing::info!(target: "codemcp::server", "serving MCP on http://{local}/mcp");
     axum::serve(listener, app)
@@ -104,8 +114,17 @@ fn origins_for(hosts: &[String]) -> Vec<String> {
     hosts
         .iter()
         .flat_map(|host| {
-            let host = if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.clone() };
-            [format!("http://{host}:*"), format!("https://{host}:*"), format!("http://{host}"), format!("https://{host}")]
+            let host = if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]")
+            } else {
+                host.clone()
+            };
+            [
+                format!("http://{host}:*"),
+                format!("https://{host}:*"),
+                format!("http://{host}"),
+                format!("https://{host}"),
+            ]
         })
         .collect()
 }
@@ -120,7 +139,11 @@ async fn require_bearer(token: &str, request: Request, next: Next) -> Response {
         Some(p) if constant_time_eq(p.as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => {
             tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
-            (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "missing or invalid bearer token")
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "missing or invalid bearer token",
+            )
                 .into_response()
         }
     }

@@ -67,9 +67,15 @@ mod tests {
     #[test]
     fn errors_show_type_message_and_hint() {
         let mut e = execution();
-        e.error = Some(RunError::new(ErrorKind::Python, "ZeroDivisionError", "division by zero").with_hint("check b"));
+        e.error = Some(
+            RunError::new(ErrorKind::Python, "ZeroDivisionError", "division by zero")
+                .with_hint("check b"),
+        );
         let text = render_text(&e);
-        assert!(text.contains("ZeroDivisionError: division by zero\n"), "{text}");
+        assert!(
+            text.contains("ZeroDivisionError: division by zero\n"),
+            "{text}"
+        );
         assert!(text.contains("hint: check b"), "{text}");
     }
 }

@@ -46,31 +46,50 @@ impl ClientHandler for UpstreamClient {
 }
 
 /// Connects and completes the MCP handshake within the server's timeout.
-pub async fn connect(config: &ServerConfig, changes: mpsc::UnboundedSender<String>) -> Result<Client, UpstreamError> {
-    let handler = UpstreamClient { server: config.name.clone(), changes };
+pub async fn connect(
+    config: &ServerConfig,
+    changes: mpsc::UnboundedSender<String>,
+) -> Result<Client, UpstreamError> {
+    let handler = UpstreamClient {
+        server: config.name.clone(),
+        changes,
+    };
     let timeout = config.handshake_timeout;
     let connecting = async {
         match &config.transport {
-            Transport::Stdio { command, args, env, cwd } => {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
                 let transport = spawn_child(&config.name, command, args, env, cwd.as_deref())?;
-                handler.serve(transport).await.map_err(|e| UpstreamError::Handshake {
-                    server: config.name.clone(),
-                    message: e.to_string(),
-                })
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| UpstreamError::Handshake {
+                        server: config.name.clone(),
+                        message: e.to_string(),
+                    })
             }
             Transport::Http { url, headers } => {
                 let transport = http_transport(&config.name, url, headers)?;
-                handler.serve(transport).await.map_err(|e| UpstreamError::Handshake {
-                    server: config.name.clone(),
-                    message: e.to_string(),
-                })
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| UpstreamError::Handshake {
+                        server: config.name.clone(),
+                        message: e.to_string(),
+                    })
             }
         }
     };
-    tokio::time::timeout(timeout, connecting).await.map_err(|_| UpstreamError::Handshake {
-        server: config.name.clone(),
-        message: format!("no handshake within {} s", timeout.as_secs_f64()),
-    })?
+    tokio::time::timeout(timeout, connecting)
+        .await
+        .map_err(|_| UpstreamError::Handshake {
+            server: config.name.clone(),
+            message: format!("no handshake within {} s", timeout.as_secs_f64()),
+        })?
 }
 
 fn spawn_child(
@@ -92,7 +111,11 @@ fn spawn_child(
     let (transport, stderr) = TokioChildProcess::builder(wrapped)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| UpstreamError::Spawn { server: server.to_owned(), command: command.to_owned(), message: e.to_string() })?;
+        .map_err(|e| UpstreamError::Spawn {
+            server: server.to_owned(),
+            command: command.to_owned(),
+            message: e.to_string(),
+        })?;
     if let Some(stderr) = stderr {
         let server = server.to_owned();
         tokio::spawn(async move {
@@ -129,7 +152,10 @@ fn http_transport(
             auth = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
             continue;
         }
-        let bad = |what: &str| UpstreamError::Config { server: server.to_owned(), message: format!("invalid header {what} '{name}'") };
+        let bad = |what: &str| UpstreamError::Config {
+            server: server.to_owned(),
+            message: format!("invalid header {what} '{name}'"),
+        };
         let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
         let value = http::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
         custom.insert(name, value);
@@ -148,7 +174,10 @@ pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, U
         let page = client
             .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
             .await
-            .map_err(|e| UpstreamError::Call { server: server.to_owned(), message: format!("tools/list failed: {e}") })?;
+            .map_err(|e| UpstreamError::Call {
+                server: server.to_owned(),
+                message: format!("tools/list failed: {e}"),
+            })?;
         tools.extend(page.tools);
         cursor = page.next_cursor;
         if cursor.is_none() {
@@ -167,8 +196,13 @@ fn tool_def(server: &str, tool: Tool) -> ToolDef {
         name: tool.name.into_owned(),
         description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
         input_schema: serde_json::Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
-        output_schema: tool.output_schema.map(|s| serde_json::Value::Object(Arc::unwrap_or_clone(s))),
-        read_only: tool.annotations.and_then(|a| a.read_only_hint).unwrap_or(false),
+        output_schema: tool
+            .output_schema
+            .map(|s| serde_json::Value::Object(Arc::unwrap_or_clone(s))),
+        read_only: tool
+            .annotations
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false),
     }
 }
 
@@ -181,14 +215,18 @@ pub struct Backoff {
 
 impl Backoff {
     pub const fn new() -> Self {
-        Self { failures: 0, last_attempt: None }
+        Self {
+            failures: 0,
+            last_attempt: None,
+        }
     }
 
     pub fn delay(&self) -> Duration {
         if self.failures == 0 {
             return Duration::ZERO;
         }
-        Duration::from_millis(500u64.saturating_mul(1 << self.failures.min(7).saturating_sub(1))).min(Duration::from_secs(30))
+        Duration::from_millis(500u64.saturating_mul(1 << self.failures.min(7).saturating_sub(1)))
+            .min(Duration::from_secs(30))
     }
 
     /// Time left before the next attempt is allowed.
@@ -201,7 +239,11 @@ impl Backoff {
 
     pub fn attempted(&mut self, ok: bool) {
         self.last_attempt = Some(Instant::now());
-        self.failures = if ok { 0 } else { self.failures.saturating_add(1) };
+        self.failures = if ok {
+            0
+        } else {
+            self.failures.saturating_add(1)
+        };
     }
 }
 

@@ -30,7 +30,11 @@ pub use self::result::tool_value;
 #[non_exhaustive]
 pub enum UpstreamError {
     #[error("upstream '{server}': cannot start '{command}': {message}")]
-    Spawn { server: String, command: String, message: String },
+    Spawn {
+        server: String,
+        command: String,
+        message: String,
+    },
     #[error("upstream '{server}': handshake failed: {message}")]
     Handshake { server: String, message: String },
     #[error("upstream '{server}': {message}")]
@@ -40,7 +44,11 @@ pub enum UpstreamError {
     #[error("upstream '{server}' did not answer within {seconds} s (CODEMCP_TOOL_TIMEOUT_MS)")]
     Timeout { server: String, seconds: f64 },
     #[error("upstream '{server}' is down ({reason}); next reconnect attempt in {retry_in:.1} s")]
-    Down { server: String, reason: String, retry_in: f64 },
+    Down {
+        server: String,
+        reason: String,
+        retry_in: f64,
+    },
     #[error("no upstream named '{0}'")]
     UnknownServer(String),
 }
@@ -94,10 +102,20 @@ impl Catalog {
             .servers
             .iter()
             .map(|server| {
-                let status = ServerStatus { name: server.name.clone(), connected: false, tools: 0, handshake_ms: None, error: None };
+                let status = ServerStatus {
+                    name: server.name.clone(),
+                    connected: false,
+                    tools: 0,
+                    handshake_ms: None,
+                    error: None,
+                };
                 let upstream = Upstream {
                     config: server.clone(),
-                    conn: AsyncMutex::new(Conn { client: None, backoff: Backoff::new(), last_error: String::new() }),
+                    conn: AsyncMutex::new(Conn {
+                        client: None,
+                        backoff: Backoff::new(),
+                        last_error: String::new(),
+                    }),
                     tools: RwLock::new(Vec::new()),
                     status: RwLock::new(status),
                 };
@@ -114,10 +132,17 @@ impl Catalog {
                 changes_tx,
             }),
         };
-        let connects = catalog.inner.upstreams.values().map(|u| catalog.inner.reconnect(u));
+        let connects = catalog
+            .inner
+            .upstreams
+            .values()
+            .map(|u| catalog.inner.reconnect(u));
         futures::future::join_all(connects).await;
         catalog.inner.rebuild_sdk();
-        tokio::spawn(refresh_on_change(Arc::downgrade(&catalog.inner), changes_rx));
+        tokio::spawn(refresh_on_change(
+            Arc::downgrade(&catalog.inner),
+            changes_rx,
+        ));
         catalog
     }
 
@@ -132,7 +157,11 @@ impl Catalog {
     }
 
     pub fn statuses(&self) -> Vec<ServerStatus> {
-        self.inner.upstreams.values().map(|u| read(&u.status).clone()).collect()
+        self.inner
+            .upstreams
+            .values()
+            .map(|u| read(&u.status).clone())
+            .collect()
     }
 
     pub fn skipped(&self) -> &[SkippedServer] {
@@ -140,22 +169,42 @@ impl Catalog {
     }
 
     /// Calls one upstream tool with the per-call timeout.
-    pub async fn call(&self, server: &str, tool: &str, args: Map<String, Value>) -> Result<CallToolResult, UpstreamError> {
-        let upstream = self.inner.upstreams.get(server).ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let upstream = self
+            .inner
+            .upstreams
+            .get(server)
+            .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
         let peer = self.inner.peer(upstream).await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let timeout = self.inner.tool_timeout;
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Err(_) => Err(UpstreamError::Timeout { server: server.to_owned(), seconds: timeout.as_secs_f64() }),
+            Err(_) => Err(UpstreamError::Timeout {
+                server: server.to_owned(),
+                seconds: timeout.as_secs_f64(),
+            }),
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => {
                 let message = e.to_string();
                 if peer.is_transport_closed() {
                     tracing::warn!(target: "codemcp::upstream", %server, %message, "upstream connection lost");
                     self.inner.mark_down(upstream, &message).await;
-                    return Err(UpstreamError::Call { server: server.to_owned(), message: format!("connection lost: {message}; it will be restarted on the next call") });
+                    return Err(UpstreamError::Call {
+                        server: server.to_owned(),
+                        message: format!(
+                            "connection lost: {message}; it will be restarted on the next call"
+                        ),
+                    });
                 }
-                Err(UpstreamError::Call { server: server.to_owned(), message })
+                Err(UpstreamError::Call {
+                    server: server.to_owned(),
+                    message,
+                })
             }
         }
     }
@@ -166,13 +215,20 @@ impl ToolHost for Catalog {
         Catalog::sdk(self)
     }
 
-    fn call_tool(&self, server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+    fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
         let catalog = self.clone();
         let (server, tool) = (server.to_owned(), tool.to_owned());
         Box::pin(async move {
             match catalog.call(&server, &tool, args).await {
                 Ok(result) => tool_value(result),
-                Err(e) => Err(ToolFailure { message: e.to_string() }),
+                Err(e) => Err(ToolFailure {
+                    message: e.to_string(),
+                }),
             }
         })
     }
@@ -184,7 +240,10 @@ impl Inner {
     }
 
     /// A live peer for `upstream`, reconnecting a dead one if its backoff allows.
-    async fn peer(&self, upstream: &Upstream) -> Result<rmcp::Peer<rmcp::RoleClient>, UpstreamError> {
+    async fn peer(
+        &self,
+        upstream: &Upstream,
+    ) -> Result<rmcp::Peer<rmcp::RoleClient>, UpstreamError> {
         let name = &upstream.config.name;
         {
             let conn = upstream.conn.lock().await;
@@ -195,7 +254,11 @@ impl Inner {
             }
             let wait = conn.backoff.wait_left();
             if !wait.is_zero() {
-                return Err(UpstreamError::Down { server: name.clone(), reason: conn.last_error.clone(), retry_in: wait.as_secs_f64() });
+                return Err(UpstreamError::Down {
+                    server: name.clone(),
+                    reason: conn.last_error.clone(),
+                    retry_in: wait.as_secs_f64(),
+                });
             }
         }
         tracing::info!(target: "codemcp::upstream", server = %name, "reconnecting upstream");
@@ -205,7 +268,11 @@ impl Inner {
         let conn = upstream.conn.lock().await;
         match &conn.client {
             Some(client) if !client.is_closed() => Ok(client.peer().clone()),
-            _ => Err(UpstreamError::Down { server: name.clone(), reason: conn.last_error.clone(), retry_in: conn.backoff.delay().as_secs_f64() }),
+            _ => Err(UpstreamError::Down {
+                server: name.clone(),
+                reason: conn.last_error.clone(),
+                retry_in: conn.backoff.delay().as_secs_f64(),
+            }),
         }
     }
 
@@ -225,7 +292,13 @@ impl Inner {
             Err(e) => Err(e),
         };
         let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut status = ServerStatus { name: name.clone(), connected: false, tools: 0, handshake_ms: Some(handshake_ms), error: None };
+        let mut status = ServerStatus {
+            name: name.clone(),
+            connected: false,
+            tools: 0,
+            handshake_ms: Some(handshake_ms),
+            error: None,
+        };
         let changed = match connected {
             Ok((client, tools)) => {
                 tracing::info!(target: "codemcp::upstream", server = %name, tools = tools.len(), handshake_ms, "upstream connected");
@@ -258,7 +331,11 @@ impl Inner {
 
     /// Rebuilds the SDK from every server's tools; tells listeners if it changed.
     fn rebuild_sdk(&self) {
-        let tools: Vec<ToolDef> = self.upstreams.values().flat_map(|u| read(&u.tools).clone()).collect();
+        let tools: Vec<ToolDef> = self
+            .upstreams
+            .values()
+            .flat_map(|u| read(&u.tools).clone())
+            .collect();
         let sdk = Arc::new(Sdk::build(&tools));
         *write(&self.sdk) = sdk;
         let _ = self.changed.send(());
@@ -276,7 +353,9 @@ fn replace_tools(upstream: &Upstream, tools: Vec<ToolDef>) -> bool {
 async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedReceiver<String>) {
     while let Some(server) = changes.recv().await {
         let Some(inner) = inner.upgrade() else { return };
-        let Some(upstream) = inner.upstreams.get(&server) else { continue };
+        let Some(upstream) = inner.upstreams.get(&server) else {
+            continue;
+        };
         let listed = {
             let conn = upstream.conn.lock().await;
             match &conn.client {
@@ -291,7 +370,9 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
                     inner.rebuild_sdk();
                 }
             }
-            Some(Err(e)) => tracing::warn!(target: "codemcp::upstream", %server, error = %e, "re-listing tools failed"),
+            Some(Err(e)) => {
+                tracing::warn!(target: "codemcp::upstream", %server, error = %e, "re-listing tools failed")
+            }
             None => {}
         }
     }
@@ -300,9 +381,11 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
 // Poisoning only means another thread panicked mid-update of plain data; the
 // data is still usable.
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

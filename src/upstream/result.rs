@@ -11,13 +11,21 @@ use crate::exec::ToolFailure;
 pub fn tool_value(result: CallToolResult) -> Result<Value, ToolFailure> {
     if result.is_error == Some(true) {
         let text = joined_text(&result.content);
-        let message = if text.is_empty() { "the tool reported an error without a message".to_owned() } else { text };
+        let message = if text.is_empty() {
+            "the tool reported an error without a message".to_owned()
+        } else {
+            text
+        };
         return Err(ToolFailure { message });
     }
     if let Some(structured) = result.structured_content {
         return Ok(structured);
     }
-    let non_text = result.content.iter().filter(|b| b.as_text().is_none()).count();
+    let non_text = result
+        .content
+        .iter()
+        .filter(|b| b.as_text().is_none())
+        .count();
     if non_text == 0 {
         return Ok(Value::String(joined_text(&result.content)));
     }
@@ -29,7 +37,11 @@ pub fn tool_value(result: CallToolResult) -> Result<Value, ToolFailure> {
 }
 
 fn joined_text(content: &[ContentBlock]) -> String {
-    content.iter().filter_map(|b| b.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n")
+    content
+        .iter()
+        .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn block_value(block: &ContentBlock) -> Value {
@@ -50,21 +62,31 @@ mod tests {
 
     #[test]
     fn text_blocks_join_and_structured_content_wins() {
-        let r = result(json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}));
+        let r = result(
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+        );
         assert_eq!(tool_value(r).ok(), Some(json!("a\nb")));
-        let r = result(json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"t": 1}}));
+        let r = result(
+            json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"t": 1}}),
+        );
         assert_eq!(tool_value(r).ok(), Some(json!({"t": 1})));
     }
 
     #[test]
     fn errors_carry_the_upstream_text() {
-        let r = result(json!({"content": [{"type": "text", "text": "ENOENT: no such file"}], "isError": true}));
-        assert_eq!(tool_value(r).err().map(|e| e.message), Some("ENOENT: no such file".into()));
+        let r = result(
+            json!({"content": [{"type": "text", "text": "ENOENT: no such file"}], "isError": true}),
+        );
+        assert_eq!(
+            tool_value(r).err().map(|e| e.message),
+            Some("ENOENT: no such file".into())
+        );
     }
 
     #[test]
     fn images_come_back_as_dicts() {
-        let r = result(json!({"content": [{"type": "image", "data": "AAA", "mimeType": "image/png"}]}));
+        let r =
+            result(json!({"content": [{"type": "image", "data": "AAA", "mimeType": "image/png"}]}));
         let v = tool_value(r).expect("ok");
         assert_eq!(v["type"], "image");
         assert_eq!(v["mimeType"], "image/png");

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -100,14 +102,27 @@ impl Setup {
         let watcher = Watcher::default();
         let changed = watcher.changed.clone();
         let config = self.config();
-        let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let command = tokio::process::Command::new(bin()).configure(|c| {
-            c.arg("--config").arg(&config).envs(env).env("CODEMCP_LOG", "warn");
+            c.arg("--config")
+                .arg(&config)
+                .envs(env)
+                .env("CODEMCP_LOG", "warn");
         });
         let transport = TokioChildProcess::new(command).expect("spawn codemcp");
         let pid = transport.id();
-        let service = watcher.serve(transport).await.expect("MCP handshake with codemcp");
-        Client { service, changed, pid }
+        let service = watcher
+            .serve(transport)
+            .await
+            .expect("MCP handshake with codemcp");
+        Client {
+            service,
+            changed,
+            pid,
+        }
     }
 }
 
@@ -123,7 +138,10 @@ impl ClientHandler for Watcher {
     }
 
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("codemcp-tests", "0"))
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("codemcp-tests", "0"),
+        )
     }
 }
 
@@ -151,21 +169,36 @@ impl Ran {
     }
 
     pub fn error_type(&self) -> &str {
-        self.structured["error"]["type"].as_str().unwrap_or_default()
+        self.structured["error"]["type"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub fn error_kind(&self) -> &str {
-        self.structured["error"]["kind"].as_str().unwrap_or_default()
+        self.structured["error"]["kind"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub fn error_message(&self) -> &str {
-        self.structured["error"]["message"].as_str().unwrap_or_default()
+        self.structured["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
     }
 }
 
 pub fn unpack(result: CallToolResult) -> Ran {
-    let text = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
-    Ran { text, structured: result.structured_content.unwrap_or(Value::Null), is_error: result.is_error == Some(true) }
+    let text = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ran {
+        text,
+        structured: result.structured_content.unwrap_or(Value::Null),
+        is_error: result.is_error == Some(true),
+    }
 }
 
 impl Client {
@@ -186,11 +219,17 @@ impl Client {
     pub async fn description(&self) -> String {
         let tools = self.service.list_all_tools().await.expect("tools/list");
         assert_eq!(tools.len(), 1, "exactly one tool");
-        tools[0].description.as_deref().unwrap_or_default().to_owned()
+        tools[0]
+            .description
+            .as_deref()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     pub async fn wait_changed(&self, within: Duration) -> bool {
-        tokio::time::timeout(within, self.changed.notified()).await.is_ok()
+        tokio::time::timeout(within, self.changed.notified())
+            .await
+            .is_ok()
     }
 
     /// Peak resident memory of the gateway process, from /proc.
@@ -237,6 +276,9 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
     .expect("codemcp serves HTTP within 60 s");
     // Keep draining stderr so the gateway never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    HttpGateway { child, url, _setup: setup }
+    HttpGateway {
+        child,
+        url,
+        _setup: setup,
+    }
 }
-

@@ -25,12 +25,59 @@ pub enum Verdict {
 /// Modules that would give agent code OS access; importing them is refused
 /// outright rather than treated as a missing feature.
 pub const DENIED_MODULES: &[&str] = &[
-    "socket", "subprocess", "ctypes", "multiprocessing", "threading", "_thread", "signal", "pty",
-    "fcntl", "resource", "shutil", "tempfile", "io", "posix", "select", "selectors", "ssl", "http",
-    "urllib", "ftplib", "smtplib", "imaplib", "poplib", "telnetlib", "socketserver", "xmlrpc",
-    "webbrowser", "importlib", "builtins", "gc", "inspect", "code", "codeop", "pdb", "mmap",
-    "sqlite3", "dbm", "shelve", "pickle", "marshal", "glob", "fnmatch", "zipimport", "runpy",
-    "sysconfig", "site", "platform", "pwd", "grp", "termios", "tty", "asyncore", "asynchat",
+    "socket",
+    "subprocess",
+    "ctypes",
+    "multiprocessing",
+    "threading",
+    "_thread",
+    "signal",
+    "pty",
+    "fcntl",
+    "resource",
+    "shutil",
+    "tempfile",
+    "io",
+    "posix",
+    "select",
+    "selectors",
+    "ssl",
+    "http",
+    "urllib",
+    "ftplib",
+    "smtplib",
+    "imaplib",
+    "poplib",
+    "telnetlib",
+    "socketserver",
+    "xmlrpc",
+    "webbrowser",
+    "importlib",
+    "builtins",
+    "gc",
+    "inspect",
+    "code",
+    "codeop",
+    "pdb",
+    "mmap",
+    "sqlite3",
+    "dbm",
+    "shelve",
+    "pickle",
+    "marshal",
+    "glob",
+    "fnmatch",
+    "zipimport",
+    "runpy",
+    "sysconfig",
+    "site",
+    "platform",
+    "pwd",
+    "grp",
+    "termios",
+    "tty",
+    "asyncore",
+    "asynchat",
 ];
 
 /// How an `import m` that Monty could not resolve should be answered.
@@ -49,7 +96,9 @@ pub fn classify_import(module: &str) -> ImportVerdict {
     if DENIED_MODULES.contains(&top) {
         ImportVerdict::Denied
     } else if STDLIB_MODULES.binary_search(&top).is_ok() {
-        ImportVerdict::Unsupported { reason: format!("the standard-library module '{module}'") }
+        ImportVerdict::Unsupported {
+            reason: format!("the standard-library module '{module}'"),
+        }
     } else {
         ImportVerdict::NotFound
     }
@@ -57,25 +106,32 @@ pub fn classify_import(module: &str) -> ImportVerdict {
 
 /// A name the agent called or read that is neither defined nor a tool.
 pub fn classify_missing_name(name: &str) -> Option<String> {
-    BUILTINS.binary_search(&name).is_ok().then(|| format!("the builtin '{name}'"))
+    BUILTINS
+        .binary_search(&name)
+        .is_ok()
+        .then(|| format!("the builtin '{name}'"))
 }
 
 /// Any error from compiling or running a snippet.
 pub fn classify(exc: &MontyException) -> Verdict {
     let msg = exc.message().unwrap_or_default();
     match exc.exc_type() {
-        ExcType::SyntaxError if msg.contains("too deeply nested") => {
-            Verdict::Unsupported { reason: "source nested this deeply".into() }
-        }
+        ExcType::SyntaxError if msg.contains("too deeply nested") => Verdict::Unsupported {
+            reason: "source nested this deeply".into(),
+        },
         ExcType::TimeoutError if is_time_limit(msg) => Verdict::Limit,
         ExcType::MemoryError if msg.starts_with("memory limit exceeded") => Verdict::Limit,
         ExcType::NotImplementedError if looks_like_monty_gap(msg) && !raised_by_user(exc) => {
-            Verdict::Unsupported { reason: feature_from_message(msg) }
+            Verdict::Unsupported {
+                reason: feature_from_message(msg),
+            }
         }
         ExcType::ImportError => missing_module_member(msg).unwrap_or(Verdict::Genuine),
         ExcType::AttributeError => missing_attribute(msg).unwrap_or(Verdict::Genuine),
         ExcType::TypeError if looks_like_protocol_gap(msg) => Verdict::Suspect {
-            reason: format!("'{msg}' may come from a special method (such as __len__ or __lt__) that Monty does not dispatch"),
+            reason: format!(
+                "'{msg}' may come from a special method (such as __len__ or __lt__) that Monty does not dispatch"
+            ),
         },
         _ => Verdict::Genuine,
     }
@@ -86,9 +142,15 @@ fn is_time_limit(msg: &str) -> bool {
 }
 
 fn looks_like_monty_gap(msg: &str) -> bool {
-    ["does not yet support", "not supported", "not implemented with standard execution", "cannot suspend", "is not yet supported"]
-        .iter()
-        .any(|p| msg.contains(p))
+    [
+        "does not yet support",
+        "not supported",
+        "not implemented with standard execution",
+        "cannot suspend",
+        "is not yet supported",
+    ]
+    .iter()
+    .any(|p| msg.contains(p))
 }
 
 fn raised_by_user(exc: &MontyException) -> bool {
@@ -110,7 +172,9 @@ fn missing_module_member(msg: &str) -> Option<Verdict> {
     let rest = msg.strip_prefix("cannot import name '")?;
     let (name, rest) = rest.split_once("' from '")?;
     let (module, _) = rest.split_once('\'')?;
-    module_has(module, name).then(|| Verdict::Unsupported { reason: format!("'{module}.{name}'") })
+    module_has(module, name).then(|| Verdict::Unsupported {
+        reason: format!("'{module}.{name}'"),
+    })
 }
 
 /// `module 'M' has no attribute 'N'` or `'T' object has no attribute 'N'` where
@@ -119,14 +183,17 @@ fn missing_attribute(msg: &str) -> Option<Verdict> {
     if let Some(rest) = msg.strip_prefix("module '") {
         let (module, rest) = rest.split_once("' has no attribute '")?;
         let name = rest.strip_suffix('\'')?;
-        return module_has(module, name).then(|| Verdict::Unsupported { reason: format!("'{module}.{name}'") });
+        return module_has(module, name).then(|| Verdict::Unsupported {
+            reason: format!("'{module}.{name}'"),
+        });
     }
     let rest = msg.strip_prefix('\'')?;
     let (type_name, rest) = rest.split_once("' object has no attribute '")?;
     let name = rest.strip_suffix('\'')?;
     let attrs = TYPE_ATTRS.iter().find(|(t, _)| *t == type_name)?.1;
-    (attrs.binary_search(&name).is_ok() || name.starts_with("__"))
-        .then(|| Verdict::Unsupported { reason: format!("the attribute '{type_name}.{name}'") })
+    (attrs.binary_search(&name).is_ok() || name.starts_with("__")).then(|| Verdict::Unsupported {
+        reason: format!("the attribute '{type_name}.{name}'"),
+    })
 }
 
 fn module_has(module: &str, name: &str) -> bool {
@@ -163,8 +230,14 @@ mod tests {
     fn imports_split_into_denied_unsupported_and_missing() {
         assert_eq!(classify_import("subprocess"), ImportVerdict::Denied);
         assert_eq!(classify_import("urllib.request"), ImportVerdict::Denied);
-        assert!(matches!(classify_import("statistics"), ImportVerdict::Unsupported { .. }));
-        assert!(matches!(classify_import("enum"), ImportVerdict::Unsupported { .. }));
+        assert!(matches!(
+            classify_import("statistics"),
+            ImportVerdict::Unsupported { .. }
+        ));
+        assert!(matches!(
+            classify_import("enum"),
+            ImportVerdict::Unsupported { .. }
+        ));
         assert_eq!(classify_import("pandas"), ImportVerdict::NotFound);
     }
 
@@ -174,25 +247,48 @@ mod tests {
             ExcType::NotImplementedError,
             "The monty syntax parser does not yet support class inheritance",
         ));
-        assert_eq!(v, Verdict::Unsupported { reason: "class inheritance".into() });
-        assert_eq!(classify(&exc(ExcType::SyntaxError, "invalid syntax")), Verdict::Genuine);
+        assert_eq!(
+            v,
+            Verdict::Unsupported {
+                reason: "class inheritance".into()
+            }
+        );
+        assert_eq!(
+            classify(&exc(ExcType::SyntaxError, "invalid syntax")),
+            Verdict::Genuine
+        );
     }
 
     #[test]
     fn limits_and_genuine_errors_are_told_apart() {
-        assert_eq!(classify(&exc(ExcType::TimeoutError, "feed time limit exceeded: 1s > 1s")), Verdict::Limit);
         assert_eq!(
-            classify(&exc(ExcType::MemoryError, "memory limit exceeded: 5 bytes > 4 bytes")),
+            classify(&exc(
+                ExcType::TimeoutError,
+                "feed time limit exceeded: 1s > 1s"
+            )),
             Verdict::Limit
         );
-        assert_eq!(classify(&exc(ExcType::ZeroDivisionError, "division by zero")), Verdict::Genuine);
+        assert_eq!(
+            classify(&exc(
+                ExcType::MemoryError,
+                "memory limit exceeded: 5 bytes > 4 bytes"
+            )),
+            Verdict::Limit
+        );
+        assert_eq!(
+            classify(&exc(ExcType::ZeroDivisionError, "division by zero")),
+            Verdict::Genuine
+        );
         assert_eq!(classify(&exc(ExcType::KeyError, "'k'")), Verdict::Genuine);
     }
 
     #[test]
     fn missing_cpython_names_are_unsupported() {
         assert!(matches!(
-            classify(&exc(ExcType::AttributeError, "module 're' has no attribute 'VERBOSE'")),
+            classify(&exc(
+                ExcType::AttributeError,
+                "module 're' has no attribute 'VERBOSE'"
+            )),
             Verdict::Unsupported { .. }
         ));
         assert!(matches!(
@@ -203,14 +299,23 @@ mod tests {
             Verdict::Unsupported { .. }
         ));
         assert_eq!(
-            classify(&exc(ExcType::AttributeError, "module 're' has no attribute 'NOPE'")),
+            classify(&exc(
+                ExcType::AttributeError,
+                "module 're' has no attribute 'NOPE'"
+            )),
             Verdict::Genuine
         );
         assert!(matches!(
-            classify(&exc(ExcType::AttributeError, "'str' object has no attribute 'format_map'")),
+            classify(&exc(
+                ExcType::AttributeError,
+                "'str' object has no attribute 'format_map'"
+            )),
             Verdict::Unsupported { .. }
         ));
-        assert_eq!(classify_missing_name("super").as_deref(), Some("the builtin 'super'"));
+        assert_eq!(
+            classify_missing_name("super").as_deref(),
+            Some("the builtin 'super'")
+        );
         assert_eq!(classify_missing_name("my_var"), None);
     }
 }

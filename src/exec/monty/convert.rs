@@ -19,9 +19,10 @@ pub fn to_monty(value: &Value) -> MontyObject {
         Value::Number(n) => number_to_monty(n),
         Value::String(s) => MontyObject::string(s.as_str()),
         Value::Array(items) => MontyObject::list(items.iter().map(to_monty)),
-        Value::Object(map) => {
-            MontyObject::dict(map.iter().map(|(k, v)| (MontyObject::string(k.as_str()), to_monty(v))))
-        }
+        Value::Object(map) => MontyObject::dict(
+            map.iter()
+                .map(|(k, v)| (MontyObject::string(k.as_str()), to_monty(v))),
+        ),
     }
 }
 
@@ -49,7 +50,9 @@ pub fn json_of(value: ObjectRef<'_>) -> Result<Value, NotJson> {
 
 fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
     if depth > MAX_DEPTH {
-        return Err(NotJson(format!("value is nested more than {MAX_DEPTH} levels deep")));
+        return Err(NotJson(format!(
+            "value is nested more than {MAX_DEPTH} levels deep"
+        )));
     }
     let type_name = v.type_name();
     Ok(match type_name {
@@ -62,7 +65,8 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
         "float" => {
             let f = v.as_float().unwrap_or(f64::NAN);
             Value::Number(
-                Number::from_f64(f).ok_or_else(|| NotJson(format!("float {f} (NaN/infinity) has no JSON form")))?,
+                Number::from_f64(f)
+                    .ok_or_else(|| NotJson(format!("float {f} (NaN/infinity) has no JSON form")))?,
             )
         }
         "str" => Value::String(v.as_str().unwrap_or_default().to_owned()),
@@ -78,12 +82,27 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
         "date" | "datetime" | "time" | "timedelta" | "timezone" | "Decimal" | "PosixPath" => {
             Value::String(v.to_owned().to_string())
         }
-        "bytes" | "complex" | "function" | "builtin_function_or_method" | "module" | "type" | "cycle"
-        | "repr" | "Exception" | "ellipsis" | "NotImplementedType" => {
-            return Err(NotJson(format!("a value of type '{type_name}' has no JSON form")));
+        "bytes"
+        | "complex"
+        | "function"
+        | "builtin_function_or_method"
+        | "module"
+        | "type"
+        | "cycle"
+        | "repr"
+        | "Exception"
+        | "ellipsis"
+        | "NotImplementedType" => {
+            return Err(NotJson(format!(
+                "a value of type '{type_name}' has no JSON form"
+            )));
         }
         _ if v.pairs().is_some() => pairs_to_object(&v, depth)?,
-        _ => return Err(NotJson(format!("a value of type '{type_name}' has no JSON form"))),
+        _ => {
+            return Err(NotJson(format!(
+                "a value of type '{type_name}' has no JSON form"
+            )));
+        }
     })
 }
 
@@ -105,7 +124,11 @@ fn pairs_to_object(v: &ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
                 Value::Null => "null".to_owned(),
                 other => other.to_string(),
             },
-            other => return Err(NotJson(format!("dict keys must be str, int, float, bool or None, not '{other}'"))),
+            other => {
+                return Err(NotJson(format!(
+                    "dict keys must be str, int, float, bool or None, not '{other}'"
+                )));
+            }
         };
         map.insert(key, ref_to_json(value, depth + 1)?);
     }
@@ -119,7 +142,8 @@ mod tests {
 
     #[test]
     fn json_round_trips_through_monty() {
-        let v = json!({"a": [1, 2.5, "x", null, true], "b": {"c": -3}, "big": 18446744073709551615u64});
+        let v =
+            json!({"a": [1, 2.5, "x", null, true], "b": {"c": -3}, "big": 18446744073709551615u64});
         let back = to_json(&to_monty(&v)).expect("converts");
         assert_eq!(back["a"], json!([1, 2.5, "x", null, true]));
         assert_eq!(back["b"], json!({"c": -3}));

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use monty::{MontyRepl, ReplFunctionCall, ReplOsCall, ReplProgress, ReplStartError};
 use monty_types::{
-    ExcType, ExtFunctionResult, MontyException, MontyObject, MontyType, NameLookupResult, OsFunctionCall,
+    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
     PrintWriter,
 };
 use serde_json::Value;
@@ -30,7 +30,6 @@ use crate::sdk::Sdk;
 /// Names every engine provides besides the tools.
 const SEARCH_TOOLS: &str = "search_tools";
 const DESCRIBE_TOOL: &str = "describe_tool";
-const TOOL_ERROR: &str = "ToolError";
 
 /// Per-run limits enforced by the host side of the loop.
 #[derive(Debug, Clone)]
@@ -58,7 +57,10 @@ pub struct Job {
 pub enum Ending {
     Value(Value),
     /// A Python exception with what it means.
-    Raised { exc: MontyException, verdict: Verdict },
+    Raised {
+        exc: MontyException,
+        verdict: Verdict,
+    },
     /// The result existed but has no JSON form.
     NotJson(NotJson),
     Cancelled,
@@ -128,12 +130,21 @@ pub fn run(job: Job) -> Finished {
     };
     let (repl, ending) = driver.feed(job.repl, &job.code);
     let (repl, ending) = match (repl, ending) {
-        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => driver.read_result_variable(repl),
+        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => {
+            driver.read_result_variable(repl)
+        }
         other => other,
     };
     let tool_calls = driver.tool_calls;
     let (stdout, truncated) = driver.out.finish();
-    Finished { repl, ending, stdout, truncated, tool_calls, session_bytes: driver.session_bytes }
+    Finished {
+        repl,
+        ending,
+        stdout,
+        truncated,
+        tool_calls,
+        session_bytes: driver.session_bytes,
+    }
 }
 
 /// Whether the snippet may have assigned `result` (the contract's way to return
@@ -156,7 +167,9 @@ fn exception(exc_type: ExcType, msg: impl Into<String>) -> MontyException {
 
 impl Driver {
     fn remaining(&self) -> Duration {
-        self.limits.deadline.saturating_duration_since(Instant::now())
+        self.limits
+            .deadline
+            .saturating_duration_since(Instant::now())
     }
 
     /// Feeds `code` and drives it to completion.
@@ -167,7 +180,11 @@ impl Driver {
         repl.tracker_mut().set_max_turn_duration(remaining);
         let first = {
             let _scope = MemoryScope::enter(self.slot);
-            repl.feed_start(code, Vec::<(String, MontyObject)>::new(), PrintWriter::Callback(&mut self.out))
+            repl.feed_start(
+                code,
+                Vec::<(String, MontyObject)>::new(),
+                PrintWriter::Callback(&mut self.out),
+            )
         };
         self.drive(first)
     }
@@ -187,7 +204,11 @@ impl Driver {
             }
             let remaining = self.remaining();
             if remaining.is_zero() {
-                step = self.abort(progress, Verdict::Limit, exception(ExcType::TimeoutError, self.wall_limit_message()));
+                step = self.abort(
+                    progress,
+                    Verdict::Limit,
+                    exception(ExcType::TimeoutError, self.wall_limit_message()),
+                );
                 continue;
             }
             // The turn limit is what is left of the run's wall time, so time spent
@@ -201,8 +222,15 @@ impl Driver {
                         lookup.resume(answer, PrintWriter::Callback(&mut self.out))
                     }
                     Err(reason) => {
-                        let exc = exception(ExcType::NotImplementedError, format!("Monty does not support {reason}"));
-                        self.abort(ReplProgress::NameLookup(lookup), Verdict::Unsupported { reason }, exc)
+                        let exc = exception(
+                            ExcType::NotImplementedError,
+                            format!("Monty does not support {reason}"),
+                        );
+                        self.abort(
+                            ReplProgress::NameLookup(lookup),
+                            Verdict::Unsupported { reason },
+                            exc,
+                        )
                     }
                 },
                 ReplProgress::OsCall(os) => self.on_os_call(os),
@@ -230,7 +258,12 @@ impl Driver {
         "run time limit exceeded (CODEMCP_EXEC_TIMEOUT_MS or the call's timeout_ms)".to_owned()
     }
 
-    fn abort(&mut self, progress: ReplProgress, verdict: Verdict, exc: MontyException) -> StepResult {
+    fn abort(
+        &mut self,
+        progress: ReplProgress,
+        verdict: Verdict,
+        exc: MontyException,
+    ) -> StepResult {
         self.host_verdict = Some(verdict);
         let _scope = MemoryScope::enter(self.slot);
         let print = PrintWriter::Callback(&mut self.out);
@@ -239,7 +272,9 @@ impl Driver {
             ReplProgress::OsCall(c) => c.abort(exc, print),
             ReplProgress::NameLookup(c) => c.abort(exc, print),
             ReplProgress::ResolveFutures(c) => c.abort(exc, print),
-            ReplProgress::Complete { repl, .. } => Err(Box::new(ReplStartError { repl, error: exc })),
+            ReplProgress::Complete { repl, .. } => {
+                Err(Box::new(ReplStartError { repl, error: exc }))
+            }
         }
     }
 
@@ -252,7 +287,13 @@ impl Driver {
         self.session_bytes = self.slot.live_bytes();
         // After a limit Monty makes no promise about heap state: drop the session.
         let keep = !matches!(verdict, Verdict::Limit);
-        (keep.then_some(repl), Ending::Raised { exc: error, verdict })
+        (
+            keep.then_some(repl),
+            Ending::Raised {
+                exc: error,
+                verdict,
+            },
+        )
     }
 
     fn completed(&mut self, repl: MontyRepl, value: MontyObject) -> (Option<MontyRepl>, Ending) {
@@ -268,14 +309,21 @@ impl Driver {
     fn read_result_variable(&mut self, repl: MontyRepl) -> (Option<MontyRepl>, Ending) {
         let mut step = {
             let _scope = MemoryScope::enter(self.slot);
-            repl.feed_start("result", Vec::<(String, MontyObject)>::new(), PrintWriter::Callback(&mut self.out))
+            repl.feed_start(
+                "result",
+                Vec::<(String, MontyObject)>::new(),
+                PrintWriter::Callback(&mut self.out),
+            )
         };
         loop {
             step = match step {
                 Ok(ReplProgress::Complete { repl, value }) => return self.completed(repl, value),
                 Ok(ReplProgress::NameLookup(lookup)) => {
                     let _scope = MemoryScope::enter(self.slot);
-                    lookup.resume(NameLookupResult::Undefined, PrintWriter::Callback(&mut self.out))
+                    lookup.resume(
+                        NameLookupResult::Undefined,
+                        PrintWriter::Callback(&mut self.out),
+                    )
                 }
                 Ok(other) => return (Some(other.into_repl()), Ending::Value(Value::Null)),
                 Err(err) => return (Some(err.repl), Ending::Value(Value::Null)),
@@ -289,11 +337,11 @@ impl Driver {
         if name == SEARCH_TOOLS || name == DESCRIBE_TOOL {
             return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
         }
-        if name == TOOL_ERROR {
-            return Ok(NameLookupResult::Value(MontyObject::type_object(MontyType::Exception(ExcType::RuntimeError))));
-        }
         if let Some(f) = self.sdk.get(name) {
-            return Ok(NameLookupResult::Value(MontyObject::function(name, Some(f.summary.clone()))));
+            return Ok(NameLookupResult::Value(MontyObject::function(
+                name,
+                Some(f.summary.clone()),
+            )));
         }
         match classify_missing_name(name) {
             Some(reason) => Err(reason),
@@ -314,8 +362,13 @@ impl Driver {
                 Some(reason) => {
                     return self.abort(
                         ReplProgress::FunctionCall(call),
-                        Verdict::Unsupported { reason: reason.clone() },
-                        exception(ExcType::NotImplementedError, format!("Monty does not support {reason}")),
+                        Verdict::Unsupported {
+                            reason: reason.clone(),
+                        },
+                        exception(
+                            ExcType::NotImplementedError,
+                            format!("Monty does not support {reason}"),
+                        ),
                     );
                 }
                 None => ExtFunctionResult::NotFound(name.clone()),
@@ -336,7 +389,11 @@ impl Driver {
                 "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
                 self.limits.max_tool_calls
             );
-            return self.abort(ReplProgress::FunctionCall(call), Verdict::Limit, exception(ExcType::RuntimeError, msg));
+            return self.abort(
+                ReplProgress::FunctionCall(call),
+                Verdict::Limit,
+                exception(ExcType::RuntimeError, msg),
+            );
         }
         self.tool_calls += 1;
         let call_id = call.call_id;
@@ -347,7 +404,10 @@ impl Driver {
             return match result {
                 Ok(r) => {
                     let _scope = MemoryScope::enter(self.slot);
-                    call.resume_eager(r.map(|v| to_monty(&v)).map_err(tool_exception), PrintWriter::Callback(&mut self.out))
+                    call.resume_eager(
+                        r.map(|v| to_monty(&v)).map_err(tool_exception),
+                        PrintWriter::Callback(&mut self.out),
+                    )
                 }
                 Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
             };
@@ -381,13 +441,22 @@ impl Driver {
     }
 
     /// Maps the call's Python arguments onto the tool's JSON arguments.
-    fn bind(&self, call: &ReplFunctionCall) -> Result<serde_json::Map<String, Value>, MontyException> {
+    fn bind(
+        &self,
+        call: &ReplFunctionCall,
+    ) -> Result<serde_json::Map<String, Value>, MontyException> {
         let name = &call.function_name;
         let Some(function) = self.sdk.get(name) else {
-            return Err(exception(ExcType::NameError, format!("name '{name}' is not defined")));
+            return Err(exception(
+                ExcType::NameError,
+                format!("name '{name}' is not defined"),
+            ));
         };
         let not_json = |what: String, e: NotJson| {
-            exception(ExcType::TypeError, format!("{name}(): {what} cannot be sent to the tool: {e}"))
+            exception(
+                ExcType::TypeError,
+                format!("{name}(): {what} cannot be sent to the tool: {e}"),
+            )
         };
         let mut positional = Vec::new();
         for (i, arg) in call.args.args().enumerate() {
@@ -405,12 +474,18 @@ impl Driver {
     }
 
     fn spawn_tool(&self, call_id: u32, py_name: &str, args: serde_json::Map<String, Value>) {
-        let Some(function) = self.sdk.get(py_name) else { return };
+        let Some(function) = self.sdk.get(py_name) else {
+            return;
+        };
         let fut = self.host.call_tool(&function.server, &function.tool, args);
+        let unwrap = function.unwrap_result;
         let tx = self.results_tx.clone();
         self.runtime.spawn(async move {
+            let result = fut
+                .await
+                .map(|value| if unwrap { unwrap_result(value) } else { value });
             // The receiver is gone only when the run already ended.
-            let _ = tx.send((call_id, fut.await));
+            let _ = tx.send((call_id, result));
         });
     }
 
@@ -440,7 +515,8 @@ impl Driver {
     /// result that is ready.
     fn wait_any(&mut self, pending: &[u32]) -> Result<Vec<(u32, ExtFunctionResult)>, Stop> {
         let mut ready: Vec<(u32, CallResult)> = Vec::new();
-        let take_early = |early: &mut HashMap<u32, CallResult>, ready: &mut Vec<(u32, CallResult)>| {
+        let take_early = |early: &mut HashMap<u32, CallResult>,
+                          ready: &mut Vec<(u32, CallResult)>| {
             for id in pending {
                 if let Some(r) = early.remove(id) {
                     ready.push((*id, r));
@@ -480,7 +556,10 @@ impl Driver {
             if remaining.is_zero() {
                 return Err(Stop::Deadline);
             }
-            match self.results_rx.recv_timeout(remaining.min(Duration::from_millis(50))) {
+            match self
+                .results_rx
+                .recv_timeout(remaining.min(Duration::from_millis(50)))
+            {
                 Ok(item) => {
                     self.count_completed();
                     return Ok(item);
@@ -600,17 +679,34 @@ impl Driver {
             .or_else(|| call.args.kwarg("query"))
             .and_then(|v| v.as_str().map(str::to_owned));
         let Some(query) = query else {
-            return exception(ExcType::TypeError, "search_tools(query: str, limit: int = 10) needs a query string").into();
+            return exception(
+                ExcType::TypeError,
+                "search_tools(query: str, limit: int = 10) needs a query string",
+            )
+            .into();
         };
-        let limit = call.args.arg(1).or_else(|| call.args.kwarg("limit")).and_then(|v| v.as_int()).unwrap_or(10);
+        let limit = call
+            .args
+            .arg(1)
+            .or_else(|| call.args.kwarg("limit"))
+            .and_then(|v| v.as_int())
+            .unwrap_or(10);
         let hits = self.sdk.search(&query, limit.clamp(1, 100) as usize);
         to_monty(&serde_json::to_value(hits).unwrap_or(Value::Null)).into()
     }
 
     fn describe_tool(&self, call: &ReplFunctionCall) -> ExtFunctionResult {
-        let name = call.args.arg(0).or_else(|| call.args.kwarg("name")).and_then(|v| v.as_str().map(str::to_owned));
+        let name = call
+            .args
+            .arg(0)
+            .or_else(|| call.args.kwarg("name"))
+            .and_then(|v| v.as_str().map(str::to_owned));
         let Some(name) = name else {
-            return exception(ExcType::TypeError, "describe_tool(name: str) needs a tool name").into();
+            return exception(
+                ExcType::TypeError,
+                "describe_tool(name: str) needs a tool name",
+            )
+            .into();
         };
         match self.sdk.describe(&name) {
             Some(doc) => to_monty(&doc).into(),
@@ -632,9 +728,25 @@ enum Stop {
 impl Stop {
     fn into_abort(self, driver: &Driver) -> (Verdict, MontyException) {
         match self {
-            Stop::Deadline => (Verdict::Limit, exception(ExcType::TimeoutError, driver.wall_limit_message())),
-            Stop::Cancelled => (Verdict::Genuine, exception(ExcType::KeyboardInterrupt, "cancelled by the client")),
+            Stop::Deadline => (
+                Verdict::Limit,
+                exception(ExcType::TimeoutError, driver.wall_limit_message()),
+            ),
+            Stop::Cancelled => (
+                Verdict::Genuine,
+                exception(ExcType::KeyboardInterrupt, "cancelled by the client"),
+            ),
         }
+    }
+}
+
+/// `{"result": v}` → `v`, for tools whose output schema only wraps a plain value.
+fn unwrap_result(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
+            map.remove("result").unwrap_or(Value::Null)
+        }
+        other => other,
     }
 }
 

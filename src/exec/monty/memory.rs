@@ -54,7 +54,9 @@ fn refund(slot: u32, bytes: usize) {
         return;
     }
     // Saturating: a counter must never wrap even if accounting were ever off.
-    let _ = LIVE_MEMORY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(bytes)));
+    let _ = LIVE_MEMORY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_sub(bytes))
+    });
     SLOT_LIVE[slot as usize % SLOTS].fetch_sub(bytes as isize, Ordering::Relaxed);
 }
 
@@ -75,7 +77,9 @@ unsafe fn write_slot(user: *mut u8, slot: u32) {
 fn full_layout(layout: Layout) -> Option<(Layout, usize)> {
     let header = header_size(layout);
     let total = layout.size().checked_add(header)?;
-    Layout::from_size_align(total, layout.align()).ok().map(|l| (l, header))
+    Layout::from_size_align(total, layout.align())
+        .ok()
+        .map(|l| (l, header))
 }
 
 // SAFETY: every block handed out is `header` bytes into a `System` block of the
@@ -90,7 +94,9 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let Some((full, header)) = full_layout(layout) else { return };
+        let Some((full, header)) = full_layout(layout) else {
+            return;
+        };
         unsafe {
             refund(read_slot(ptr), layout.size());
             System.dealloc(ptr.sub(header), full);
@@ -98,8 +104,12 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some((full, header)) = full_layout(layout) else { return null_mut() };
-        let Some(new_total) = new_size.checked_add(header) else { return null_mut() };
+        let Some((full, header)) = full_layout(layout) else {
+            return null_mut();
+        };
+        let Some(new_total) = new_size.checked_add(header) else {
+            return null_mut();
+        };
         unsafe {
             let old_slot = read_slot(ptr);
             let raw = System.realloc(ptr.sub(header), full, new_total);
@@ -118,9 +128,15 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
 impl CountingAllocator {
     unsafe fn alloc_with(&self, layout: Layout, zeroed: bool) -> *mut u8 {
-        let Some((full, header)) = full_layout(layout) else { return null_mut() };
+        let Some((full, header)) = full_layout(layout) else {
+            return null_mut();
+        };
         unsafe {
-            let raw = if zeroed { System.alloc_zeroed(full) } else { System.alloc(full) };
+            let raw = if zeroed {
+                System.alloc_zeroed(full)
+            } else {
+                System.alloc(full)
+            };
             if raw.is_null() {
                 return raw;
             }
@@ -150,7 +166,10 @@ pub struct MemoryScope {
 impl MemoryScope {
     pub fn enter(slot: SessionSlot) -> Self {
         let previous = CURRENT_SLOT.with(|s| s.replace(slot.0));
-        Self { previous, _not_send: PhantomData }
+        Self {
+            previous,
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -174,7 +193,9 @@ impl SessionSlot {
 
     /// Bytes currently charged to this slot.
     pub fn live_bytes(self) -> usize {
-        SLOT_LIVE[self.0 as usize % SLOTS].load(Ordering::Relaxed).max(0) as usize
+        SLOT_LIVE[self.0 as usize % SLOTS]
+            .load(Ordering::Relaxed)
+            .max(0) as usize
     }
 }
 

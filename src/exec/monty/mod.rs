@@ -70,7 +70,10 @@ impl MontyEngine {
     pub fn new(limits: MontyLimits) -> Self {
         memory::enable_accounting();
         warm_up();
-        Self { limits, sessions: Mutex::new(HashMap::new()) }
+        Self {
+            limits,
+            sessions: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn limits(&self) -> &MontyLimits {
@@ -86,7 +89,9 @@ impl MontyEngine {
         control: RunControl,
     ) -> Execution {
         let started = Instant::now();
-        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| t.min(self.limits.exec_timeout));
+        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| {
+            t.min(self.limits.exec_timeout)
+        });
         let deadline = started + wall;
         let mut execution = Execution {
             stdout: String::new(),
@@ -122,7 +127,9 @@ impl MontyEngine {
                 return execution;
             }
         };
-        let finished = self.run_on_thread(guard, request.code, deadline, host, control).await;
+        let finished = self
+            .run_on_thread(guard, request.code, deadline, host, control)
+            .await;
         self.fill(&mut execution, finished);
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution
@@ -136,7 +143,8 @@ impl MontyEngine {
     /// Drops sessions idle for longer than the configured time.
     pub fn expire_idle(&self) {
         let idle = self.limits.session_idle;
-        self.lock_sessions().retain(|_, entry| entry.last_used.elapsed() < idle);
+        self.lock_sessions()
+            .retain(|_, entry| entry.last_used.elapsed() < idle);
     }
 
     pub fn session_count(&self) -> usize {
@@ -145,7 +153,9 @@ impl MontyEngine {
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionEntry>> {
         // A poisoned map is still a consistent map of Arcs.
-        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn check_source(&self, code: &str) -> Result<(), RunError> {
@@ -187,13 +197,25 @@ impl MontyEngine {
                     return Err(RunError::new(
                         ErrorKind::Limit,
                         "RuntimeError",
-                        format!("all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again", self.limits.max_sessions),
+                        format!(
+                            "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
+                            self.limits.max_sessions
+                        ),
                     ));
                 }
             }
         }
-        let session = Arc::new(AsyncMutex::new(Session { repl: None, slot: SessionSlot::allocate() }));
-        sessions.insert(id, SessionEntry { session: session.clone(), last_used: Instant::now() });
+        let session = Arc::new(AsyncMutex::new(Session {
+            repl: None,
+            slot: SessionSlot::allocate(),
+        }));
+        sessions.insert(
+            id,
+            SessionEntry {
+                session: session.clone(),
+                last_used: Instant::now(),
+            },
+        );
         Ok(session)
     }
 
@@ -204,7 +226,22 @@ impl MontyEngine {
             .max_feed_duration(self.limits.exec_timeout)
             .max_turn_duration(self.limits.exec_timeout)
             .max_suspensions(usize::MAX);
-        MontyRepl::new("main.py", ResourceTracker::new(limits), CompileOptions::default())
+        let mut repl = MontyRepl::new(
+            "main.py",
+            ResourceTracker::new(limits),
+            CompileOptions::default(),
+        );
+        // Monty has no user exception classes; `ToolError` is `RuntimeError` under
+        // another name, so `except ToolError` catches failed tool calls.
+        let mut out = String::new();
+        if let Err(e) = repl.feed_run(
+            "ToolError = RuntimeError",
+            Vec::<(String, monty_types::MontyObject)>::new(),
+            monty_types::PrintWriter::CollectString(&mut out, Some(0)),
+        ) {
+            tracing::error!(target: "codemcp::exec", error = %e.summary(), "defining ToolError failed");
+        }
+        repl
     }
 
     async fn run_on_thread(
@@ -242,7 +279,10 @@ impl MontyEngine {
                     Ok(mut finished) => {
                         let session_reset = finished.repl.is_none();
                         guard.repl = finished.repl.take();
-                        ThreadResult::Finished { finished, session_reset }
+                        ThreadResult::Finished {
+                            finished,
+                            session_reset,
+                        }
                     }
                     Err(panic) => ThreadResult::Panicked(panic_message(&panic)),
                 };
@@ -254,22 +294,39 @@ impl MontyEngine {
         if let Err(e) = spawned {
             return ThreadResult::Panicked(format!("could not start an interpreter thread: {e}"));
         }
-        rx.await.unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into()))
+        rx.await
+            .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into()))
     }
 
     fn fill(&self, execution: &mut Execution, result: ThreadResult) {
         let (finished, session_reset) = match result {
-            ThreadResult::Finished { finished, session_reset } => (finished, session_reset),
+            ThreadResult::Finished {
+                finished,
+                session_reset,
+            } => (finished, session_reset),
             ThreadResult::Panicked(message) => {
                 tracing::error!(target: "codemcp::exec", %message, "the Monty interpreter panicked");
-                let mut error = RunError::new(ErrorKind::Internal, "SystemError", format!("the interpreter failed: {message}"))
-                    .with_hint("this is a gateway bug; the session's variables were discarded, retry the call");
+                let mut error = RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("the interpreter failed: {message}"),
+                )
+                .with_hint(
+                    "this is a gateway bug; the session's variables were discarded, retry the call",
+                );
                 error.session_reset = true;
                 execution.error = Some(error);
                 return;
             }
         };
-        let Finished { ending, stdout, truncated, tool_calls, session_bytes, .. } = finished;
+        let Finished {
+            ending,
+            stdout,
+            truncated,
+            tool_calls,
+            session_bytes,
+            ..
+        } = finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
@@ -281,8 +338,12 @@ impl MontyEngine {
             },
             Ending::NotJson(e) => {
                 execution.error = Some(
-                    RunError::new(ErrorKind::Python, "TypeError", format!("the result cannot be returned: {e}"))
-                        .with_hint("return a dict, list, str or number, or print what you need"),
+                    RunError::new(
+                        ErrorKind::Python,
+                        "TypeError",
+                        format!("the result cannot be returned: {e}"),
+                    )
+                    .with_hint("return a dict, list, str or number, or print what you need"),
                 );
             }
             Ending::Cancelled => execution.error = Some(cancelled()),
@@ -294,13 +355,23 @@ impl MontyEngine {
         }
     }
 
-    fn describe_failure(&self, exc: &MontyException, verdict: &Verdict, slot_bytes: usize) -> RunError {
+    fn describe_failure(
+        &self,
+        exc: &MontyException,
+        verdict: &Verdict,
+        slot_bytes: usize,
+    ) -> RunError {
         let exc_type = exc.exc_type().to_string();
         let message = exc.message().unwrap_or_default().to_owned();
         let (kind, hint) = match verdict {
             Verdict::Genuine => (ErrorKind::Python, genuine_hint(exc)),
-            Verdict::Suspect { reason } => (ErrorKind::Python, Some(format!("{reason}; if so, rewrite that part"))),
-            Verdict::Unsupported { reason } => (ErrorKind::Unsupported, Some(unsupported_hint(reason))),
+            Verdict::Suspect { reason } => (
+                ErrorKind::Python,
+                Some(format!("{reason}; if so, rewrite that part")),
+            ),
+            Verdict::Unsupported { reason } => {
+                (ErrorKind::Unsupported, Some(unsupported_hint(reason)))
+            }
             Verdict::Limit => (ErrorKind::Limit, Some(self.limit_hint(exc, slot_bytes))),
         };
         let mut error = RunError::new(kind, exc_type, message);
@@ -323,18 +394,28 @@ impl MontyEngine {
                 budget >> 20
             )
         } else {
-            format!("{reset}; the in-process memory budget is {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once", budget >> 20)
+            format!(
+                "{reset}; the in-process memory budget is {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once",
+                budget >> 20
+            )
         }
     }
 }
 
 enum ThreadResult {
-    Finished { finished: Finished, session_reset: bool },
+    Finished {
+        finished: Finished,
+        session_reset: bool,
+    },
     Panicked(String),
 }
 
 fn cancelled() -> RunError {
-    RunError::new(ErrorKind::Cancelled, "KeyboardInterrupt", "the run was cancelled by the client")
+    RunError::new(
+        ErrorKind::Cancelled,
+        "KeyboardInterrupt",
+        "the run was cancelled by the client",
+    )
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
@@ -368,7 +449,9 @@ fn unsupported_hint(reason: &str) -> String {
 
 fn genuine_hint(exc: &MontyException) -> Option<String> {
     match exc.exc_type() {
-        ExcType::NameError => Some("tools are functions named <server>_<tool>; search_tools('keywords') finds them".into()),
+        ExcType::NameError => Some(
+            "tools are functions named <server>_<tool>; search_tools('keywords') finds them".into(),
+        ),
         ExcType::RuntimeError => None,
         _ => None,
     }
@@ -400,13 +483,21 @@ fn short_traceback(exc: &MontyException) -> Option<String> {
 /// Touches Monty's lazily initialised statics outside any memory scope, so they
 /// are never charged to a session.
 fn warm_up() {
-    let mut repl = MontyRepl::new("warmup.py", ResourceTracker::new(ResourceLimits::default()), CompileOptions::default());
+    let mut repl = MontyRepl::new(
+        "warmup.py",
+        ResourceTracker::new(ResourceLimits::default()),
+        CompileOptions::default(),
+    );
     let code = "import json, re, math, datetime, collections, itertools, functools\n\
                 x = json.dumps({'a': 2**100, 'b': [1.5, 'x']})\n\
                 y = re.sub('a', 'b', 'abc') + f'{3.5:.1f}' + str(datetime.date(2020, 1, 1))\n\
                 len(x) + len(y)";
     let mut out = String::new();
-    if let Err(e) = repl.feed_run(code, Vec::<(String, monty_types::MontyObject)>::new(), monty_types::PrintWriter::CollectString(&mut out, Some(1024))) {
+    if let Err(e) = repl.feed_run(
+        code,
+        Vec::<(String, monty_types::MontyObject)>::new(),
+        monty_types::PrintWriter::CollectString(&mut out, Some(1024)),
+    ) {
         tracing::debug!(target: "codemcp::exec", error = %e.summary(), "Monty warm-up raised");
     }
 }

@@ -13,7 +13,11 @@ pub struct OutputCapture {
 
 impl OutputCapture {
     pub fn new(limit: usize) -> Self {
-        Self { text: String::new(), limit, truncated: false }
+        Self {
+            text: String::new(),
+            limit,
+            truncated: false,
+        }
     }
 
     /// The captured text, with a visible marker when output was dropped.

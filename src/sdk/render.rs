@@ -1,0 +1,376 @@
+//! Text for the agent: the `execute_python` description and the `sdk.pyi` type stub.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::SdkFunction;
+use super::naming::{camel_case, is_bindable_identifier};
+use super::types::{TypeCtx, py_str};
+
+const SUMMARY_CHARS: usize = 100;
+const SERVER_LABEL_CHARS: usize = 60;
+/// Object output schemas with more fields get `dict[str, Any]` instead of a `TypedDict`.
+const MAX_TYPED_DICT_FIELDS: usize = 100;
+
+const INTRO: &str = "\
+Run Python code. Each upstream MCP tool is a plain synchronous Python function; call it with keyword (or positional) arguments.
+A call returns the tool's structuredContent as a dict when it gives one, else its text as a str.
+To run calls concurrently: `await asyncio.gather(f(...), g(...))`; in code that uses await, await every call.
+A failing tool raises ToolError (a RuntimeError; str(e) is the upstream's message).
+The snippet's result is its last expression, or a variable named `result`, plus anything printed.
+Variables, functions and imports persist across calls in the same session.
+search_tools(query, limit=10) finds tools; describe_tool(name) shows a tool's parameters and schemas.
+Print only what you need: filter and aggregate in Python instead of returning raw tool output.";
+
+const INTRO_NO_TOOLS: &str = "\
+Run Python code. No upstream tools are connected right now; plain Python still runs.
+The snippet's result is its last expression, or a variable named `result`, plus anything printed.
+Variables, functions and imports persist across calls in the same session.";
+
+const INDEX_TAIL: &str = "Signatures are omitted to save space: use search_tools(query) to find a tool and describe_tool(name) for its signature.";
+
+/// Whitespace (and control characters) collapsed to single spaces, trimmed.
+pub fn one_line(text: &str) -> String {
+    text.split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first sentence of `description` on one line, cut at a word to about 100 characters.
+pub fn summary(description: &str) -> String {
+    truncate_words(&one_line(first_sentence(description)), SUMMARY_CHARS)
+}
+
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim_start();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends = match c {
+            '.' | '!' | '?' => {
+                next.is_none_or(char::is_whitespace) && !ends_with_abbreviation(&text[..i])
+            }
+            '\n' => {
+                next == Some('\n')
+                    || text[i + 1..]
+                        .trim_start_matches([' ', '\t'])
+                        .starts_with('\n')
+            }
+            _ => false,
+        };
+        if ends {
+            let end = if c == '\n' { i } else { i + c.len_utf8() };
+            return &text[..end];
+        }
+    }
+    text
+}
+
+fn ends_with_abbreviation(before_dot: &str) -> bool {
+    let word = before_dot
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    [
+        "e.g", "i.e", "etc", "vs", "eg", "ie", "approx", "incl", "esp",
+    ]
+    .contains(&word.to_ascii_lowercase().as_str())
+}
+
+fn truncate_words(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    let at_word = match cut.rfind(' ') {
+        Some(space) if space > cut.len() / 2 => &cut[..space],
+        _ => cut.as_str(),
+    };
+    format!(
+        "{}…",
+        at_word.trim_end_matches(|c: char| c.is_whitespace() || ",;:-".contains(c))
+    )
+}
+
+fn tool_line(f: &SdkFunction) -> String {
+    if f.summary.is_empty() {
+        f.signature()
+    } else {
+        format!("{}  # {}", f.signature(), f.summary)
+    }
+}
+
+/// The `execute_python` description: the calling contract, then one line per tool, or a
+/// compact per-server index of names when that would not fit in `budget`.
+pub fn description(functions: &[SdkFunction], budget: usize) -> String {
+    if functions.is_empty() {
+        return INTRO_NO_TOOLS.to_owned();
+    }
+    let lines: Vec<String> = functions.iter().map(tool_line).collect();
+    let full = format!(
+        "{INTRO}\n\nFunctions ({}):\n{}",
+        functions.len(),
+        lines.join("\n")
+    );
+    if full.chars().count() <= budget {
+        return full;
+    }
+    compact_index(functions, budget)
+}
+
+fn compact_index(functions: &[SdkFunction], budget: usize) -> String {
+    let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for f in functions {
+        by_server
+            .entry(f.server.as_str())
+            .or_default()
+            .push(f.py_name.as_str());
+    }
+    let head = format!("{INTRO}\n\nTools by server ({} tools):", functions.len());
+    let mut out = head.clone();
+    let mut used = head.chars().count();
+    // Room for the omission note and the closing line, whatever happens below.
+    let reserve = INDEX_TAIL.chars().count()
+        + format!("\n… {} more tools not listed.\n", functions.len()).len();
+    let available = budget.saturating_sub(reserve);
+    let mut listed = 0usize;
+    'servers: for (server, names) in &by_server {
+        let label = truncate_words(&one_line(server), SERVER_LABEL_CHARS);
+        let label = if label.is_empty() {
+            "(unnamed)".to_owned()
+        } else {
+            label
+        };
+        let header = format!(
+            "\n{label} ({} tool{}): ",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" }
+        );
+        let mut line = header.clone();
+        let mut line_chars = header.chars().count();
+        for (in_line, name) in names.iter().enumerate() {
+            let piece = if in_line == 0 {
+                (*name).to_owned()
+            } else {
+                format!(", {name}")
+            };
+            if used + line_chars + piece.len() + ", …".len() > available {
+                if in_line > 0 {
+                    out.push_str(&line);
+                    out.push_str(", …");
+                }
+                break 'servers;
+            }
+            line_chars += piece.len();
+            line.push_str(&piece);
+            listed += 1;
+        }
+        used += line_chars;
+        out.push_str(&line);
+    }
+    let omitted = functions.len() - listed;
+    if omitted > 0 {
+        out.push_str(&format!(
+            "\n… {omitted} more tool{} not listed.",
+            if omitted == 1 { "" } else { "s" }
+        ));
+    }
+    out.push('\n');
+    out.push_str(INDEX_TAIL);
+    out
+}
+
+const STUB_HEADER: &str = r#"# codemcp SDK: the functions available inside execute_python (generated; do not edit).
+# Calls are synchronous; `await` them (or asyncio.gather) to run several concurrently.
+from typing import Any, Literal, TypedDict
+
+
+class ToolError(RuntimeError):
+    """Raised when a tool call fails; str(e) is the upstream's message."""
+
+    server: str
+    tool: str
+
+
+def search_tools(query: str, limit: int = 10) -> list[dict[str, str]]:
+    """Find tools by keywords. Each hit has `name`, `signature` and `summary`."""
+    ...
+
+
+def describe_tool(name: str) -> dict[str, Any]:
+    """Everything about one tool: signature, full description, parameters, schemas.
+
+    `name` is a function name, `server.tool`, or a tool's own name when unique.
+    """
+    ...
+"#;
+
+/// The full type stub. It always parses as Python, whatever the tools contain.
+pub fn stub(functions: &[SdkFunction]) -> String {
+    let mut out = STUB_HEADER.to_owned();
+    let mut class_names = BTreeSet::new();
+    for f in functions {
+        out.push_str("\n\n");
+        let returns = match typed_dict(f, &mut class_names) {
+            Some((name, class)) => {
+                out.push_str(&class);
+                out.push_str("\n\n");
+                name
+            }
+            None => f.return_hint.clone().unwrap_or_else(|| "str".to_owned()),
+        };
+        out.push_str(&format!("def {}:\n", f.signature_returning(&returns)));
+        out.push_str(&docstring(f));
+        out.push_str("    ...\n");
+    }
+    out
+}
+
+/// A `TypedDict` for an object output schema with properties: its name and its definition.
+fn typed_dict(f: &SdkFunction, taken: &mut BTreeSet<String>) -> Option<(String, String)> {
+    if f.unwrap_result {
+        return None;
+    }
+    let output = f.output_schema.as_ref()?;
+    let fields = TypeCtx::new(output).object_fields(output, MAX_TYPED_DICT_FIELDS + 1)?;
+    if fields.is_empty() || fields.len() > MAX_TYPED_DICT_FIELDS {
+        return None;
+    }
+    let base = format!("{}Result", camel_case(&f.py_name));
+    let mut name = base.clone();
+    let mut n = 2u32;
+    while !taken.insert(name.clone()) {
+        name = format!("{base}{n}");
+        n += 1;
+    }
+    let class = if fields
+        .iter()
+        .all(|(field, _, _)| is_bindable_identifier(field))
+    {
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(field, hint, required)| {
+                let note = if *required { "" } else { "  # may be absent" };
+                format!("    {field}: {hint}{note}\n")
+            })
+            .collect();
+        format!("class {name}(TypedDict):\n{}", body.concat())
+    } else {
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(field, hint, _)| format!("{}: {hint}", py_str(field)))
+            .collect();
+        format!(
+            "{name} = TypedDict({}, {{{}}})\n",
+            py_str(&name),
+            body.join(", ")
+        )
+    };
+    Some((name, class))
+}
+
+fn docstring(f: &SdkFunction) -> String {
+    let mut text = f.description.trim().to_owned();
+    let documented: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| {
+            let wire = if p.wire_name == p.py_name {
+                String::new()
+            } else {
+                format!(" (sent as {})", py_str(&p.wire_name))
+            };
+            let desc = if p.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", p.description)
+            };
+            format!("    {}{wire}{desc}", p.py_name)
+        })
+        .collect();
+    if !documented.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str("Args:\n");
+        text.push_str(&documented.join("\n"));
+    }
+    let server = format!(
+        "Upstream: server {}, tool {}.",
+        py_str(&f.server),
+        py_str(&f.tool)
+    );
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str(&server);
+    let body: Vec<String> = escape_docstring(&text)
+        .lines()
+        .map(|line| {
+            if line.trim().is_empty() {
+                String::new()
+            } else {
+                format!("    {line}")
+            }
+        })
+        .collect();
+    format!("    \"\"\"\n{}\n    \"\"\"\n", body.join("\n"))
+}
+
+/// Makes `text` safe inside a `"""` string: backslashes doubled, any quote that could join
+/// another (or the closing quotes) escaped, control characters escaped, line ends unified.
+fn escape_docstring(text: &str) -> String {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' if chars.peek().is_none_or(|&n| n == '"') => out.push_str("\\\""),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() || (c.is_whitespace() && c != ' ') || c == '\u{feff}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries() {
+        assert_eq!(
+            summary("Adds two numbers. Returns the sum."),
+            "Adds two numbers."
+        );
+        assert_eq!(summary("  Fetch   the\n page!  More"), "Fetch the page!");
+        assert_eq!(
+            summary("Find files (e.g. logs) fast. Next."),
+            "Find files (e.g. logs) fast."
+        );
+        assert_eq!(summary("Title line\n\nBody text."), "Title line");
+        assert_eq!(summary("Version 1.5 of the API"), "Version 1.5 of the API");
+        assert_eq!(summary(""), "");
+        let long = "word ".repeat(40);
+        let s = summary(&long);
+        assert!(
+            s.ends_with("word…") && s.chars().count() <= SUMMARY_CHARS,
+            "{s}"
+        );
+        assert_eq!(summary("a\u{0}b"), "a b");
+    }
+
+    #[test]
+    fn docstring_escaping() {
+        assert_eq!(
+            escape_docstring(r#"say """hi""" \n"#),
+            r#"say \"\""hi\"\"" \\n"#
+        );
+        assert_eq!(escape_docstring("ends with \""), "ends with \\\"");
+        assert_eq!(escape_docstring("a\r\nb\rc\u{0}"), "a\nb\nc\\u0000");
+    }
+}
