@@ -70,7 +70,7 @@ fn request(code: &str) -> RunRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_runs_leave_the_counter_where_it_started() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let engine = MontyEngine::new(limits(256 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     // One run first, so one-time lazy statics are not counted as a leak.
@@ -103,7 +103,7 @@ async fn ten_thousand_runs_leave_the_counter_where_it_started() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_is_charged_for_what_it_keeps_and_refunded_when_dropped() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let engine = MontyEngine::new(limits(256 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     let session = SessionId::next();
@@ -134,7 +134,7 @@ async fn a_session_is_charged_for_what_it_keeps_and_refunded_when_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_budget_stops_growth_inside_the_run() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let engine = MontyEngine::new(limits(32 << 20));
     let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     let ran = engine

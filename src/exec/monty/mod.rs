@@ -280,7 +280,7 @@ impl MontyEngine {
                         let session_reset = finished.repl.is_none();
                         guard.repl = finished.repl.take();
                         ThreadResult::Finished {
-                            finished,
+                            finished: Box::new(finished),
                             session_reset,
                         }
                     }
@@ -326,7 +326,7 @@ impl MontyEngine {
             tool_calls,
             session_bytes,
             ..
-        } = finished;
+        } = *finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
@@ -404,7 +404,7 @@ impl MontyEngine {
 
 enum ThreadResult {
     Finished {
-        finished: Finished,
+        finished: Box<Finished>,
         session_reset: bool,
     },
     Panicked(String),
