@@ -16,13 +16,7 @@ use serde_json::{Map, Value};
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The counter is process-wide, so these tests must not run side by side.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A gateway with no upstreams: plain Python only.
 struct NoTools(Arc<Sdk>);
