@@ -185,3 +185,20 @@ async fn mcp_inspector_cli_lists_and_calls() {
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&call.stderr)));
     assert_eq!(called["structuredContent"]["stdout"], "42\n", "{called}");
 }
+
+#[tokio::test]
+async fn tool_list_changes_reach_python_clients_in_both_protocol_eras() {
+    let setup = Setup::new(json!({"odd": support::odd(json!({}))}));
+    for (python, mode) in [(python2(), "auto"), (python2(), "legacy"), (python1(), "auto")] {
+        let name = format!("late_{mode}_{}", python.display().to_string().len());
+        let steps = json!([
+            {"op": "call", "tool": "execute_python", "args": {"code": format!("odd_add_tool(name='{name}')")}},
+            {"op": "wait_tools_changed", "timeout": 15},
+            {"op": "list_tools"}
+        ]);
+        let report = drive(&python, &stdio_target(&setup, mode), &steps).await;
+        assert_eq!(report["results"][1]["changed"], true, "{mode}: {report}");
+        let description = report["results"][2]["tools"][0]["description"].as_str().unwrap_or_default().to_owned();
+        assert!(description.contains(&format!("odd_{name}(")), "{mode}: {description}");
+    }
+}

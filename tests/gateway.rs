@@ -222,3 +222,82 @@ async fn broken_upstreams_are_skipped_without_blocking_the_others() {
     let ran = client.exec("everything_get_sum(a=1, b=1)").await;
     assert!(!ran.is_error, "{}", ran.text);
 }
+
+#[tokio::test]
+async fn upstream_children_die_with_the_gateway() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    let child = client.exec("odd_pid()").await.result().as_u64().expect("pid");
+    let gateway = client.pid.expect("gateway pid");
+    let killed = std::process::Command::new("kill").args(["-9", &gateway.to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while support::process_alive(child) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!support::process_alive(child), "upstream {child} outlived the gateway");
+}
+
+#[tokio::test]
+async fn slow_upstream_calls_time_out_as_tool_errors() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[("CODEMCP_TOOL_TIMEOUT_MS", "500")]).await;
+    let started = Instant::now();
+    let ran = client.exec("try:\n    odd_slow(ms=5000)\nexcept ToolError as e:\n    print('timeout:', e)\nodd_add_numbers(a=1, b=2)").await;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert!(ran.stdout().contains("did not answer"), "{}", ran.text);
+    assert_eq!(ran.result(), 3.0, "the run continues after the timeout");
+}
+
+#[tokio::test]
+async fn streamable_http_upstreams_with_headers() {
+    let port = support::free_port();
+    let mut server = tokio::process::Command::new(support::python2())
+        .arg(support::repo().join("tests/servers/odd_server.py"))
+        .args(["--http", &port.to_string()])
+        .env("ODD_LOG_LEVEL", "WARNING")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start odd_server over HTTP");
+    support::wait_for_port(port, Duration::from_secs(30)).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::new(json!({"remote": {"url": url, "headers": {"X-Test": "{env:HOME}"}}}));
+    let client = setup.stdio(&[]).await;
+    let ran = client.exec("remote_v2_lookup(key='k')").await;
+    assert_eq!(ran.result(), "value-of-k", "{}", ran.text);
+    let _ = server.kill().await;
+}
+
+#[tokio::test]
+async fn one_snippet_joins_data_from_three_real_servers() {
+    let root = tempfile::tempdir().expect("tempdir");
+    for (name, n) in [("a.csv", 3), ("b.csv", 4), ("c.csv", 5)] {
+        std::fs::write(root.path().join(name), format!("item,qty\nx,{n}\ny,{}\n", n * 10)).expect("write");
+    }
+    let graph = root.path().join("memory.jsonl");
+    let setup = Setup::new(json!({
+        "fs": filesystem(root.path()),
+        "memory": support::memory(&graph),
+        "everything": everything()
+    }));
+    let client = setup.stdio(&[]).await;
+    let code = format!(
+        r#"
+memory_create_entities(entities=[{{"name": "b.csv", "entityType": "file", "observations": ["important"]}}])
+important = [e["name"] for e in memory_search_nodes(query="important")["entities"]]
+total = 0
+for name in ["a.csv", "b.csv", "c.csv"]:
+    text = fs_read_text_file(path={root:?} + "/" + name)["content"]
+    qty = sum(int(line.split(",")[1]) for line in text.strip().split("\n")[1:])
+    total += qty
+print(important, total)
+everything_get_sum(a=total, b=0)
+"#,
+        root = root.path().display().to_string()
+    );
+    let ran = client.exec(&code).await;
+    assert!(!ran.is_error, "{}", ran.text);
+    assert_eq!(ran.stdout(), "['b.csv'] 132\n");
+    assert_eq!(ran.result(), "The sum of 132 and 0 is 132.");
+    assert_eq!(ran.structured["tool_calls"], 6);
+}
