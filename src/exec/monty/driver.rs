@@ -1,6 +1,7 @@
-//! The drive loop: feeds one snippet to a session's `MontyRepl` on a dedicated
-//! thread and answers every suspension (tool calls, name lookups, OS calls,
-//! futures) until the snippet completes.
+//! The in-process drive loop: feeds one snippet to a session's `MontyRepl` on a
+//! dedicated thread and answers every suspension (tool calls, name lookups, OS
+//! calls, futures) until the snippet completes. What to answer is decided by
+//! [`SuspensionHost`], shared with the worker-pool placement.
 //!
 //! Tool calls run on the tokio runtime; their results come back over a channel,
 //! so the interpreter thread never blocks the runtime and the runtime never
@@ -13,23 +14,21 @@ use std::time::{Duration, Instant};
 
 use monty::{MontyRepl, ReplFunctionCall, ReplOsCall, ReplProgress, ReplStartError};
 use monty_types::{
-    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
-    PrintWriter,
+    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall, PrintWriter,
 };
 use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
-use super::classify::{ImportVerdict, Verdict, classify, classify_import, classify_missing_name};
-use super::convert::{NotJson, json_of, to_json, to_monty};
+use super::classify::{Verdict, classify};
+use super::convert::{NotJson, to_json};
+use super::host::{
+    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, ext_result, tool_reply,
+};
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
-use crate::exec::{ToolCallObserver, ToolFailure, ToolHost};
+use crate::exec::{ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
-
-/// Names every engine provides besides the tools.
-const SEARCH_TOOLS: &str = "search_tools";
-const DESCRIBE_TOOL: &str = "describe_tool";
 
 /// Per-run limits enforced by the host side of the loop.
 #[derive(Debug, Clone)]
@@ -46,7 +45,7 @@ pub struct Job {
     pub code: String,
     pub slot: SessionSlot,
     pub limits: RunLimits,
-    pub host: Arc<dyn ToolHost>,
+    pub tools: Arc<dyn ToolHost>,
     pub sdk: Arc<Sdk>,
     pub runtime: Handle,
     pub cancel: CancellationToken,
@@ -57,10 +56,7 @@ pub struct Job {
 pub enum Ending {
     Value(Value),
     /// A Python exception with what it means.
-    Raised {
-        exc: MontyException,
-        verdict: Verdict,
-    },
+    Raised { exc: MontyException, verdict: Verdict },
     /// The result existed but has no JSON form.
     NotJson(NotJson),
     Cancelled,
@@ -78,22 +74,20 @@ pub struct Finished {
 }
 
 type StepResult = Result<ReplProgress, Box<ReplStartError>>;
-type CallResult = Result<Value, ToolFailure>;
+type CallResult = Result<MontyObject, MontyException>;
 
 struct Driver {
     slot: SessionSlot,
     limits: RunLimits,
-    host: Arc<dyn ToolHost>,
-    sdk: Arc<Sdk>,
+    host: SuspensionHost,
+    tools: Arc<dyn ToolHost>,
     runtime: Handle,
     cancel: CancellationToken,
     on_tool_call: Option<ToolCallObserver>,
     out: OutputCapture,
     /// Code that uses `await`/`asyncio` gets tools as futures (see `on_call`).
     async_mode: bool,
-    tool_calls: u32,
     completed_calls: u32,
-    slept: Duration,
     results_tx: Sender<(u32, CallResult)>,
     results_rx: Receiver<(u32, CallResult)>,
     /// Results that arrived while waiting for another call.
@@ -104,23 +98,26 @@ struct Driver {
     session_bytes: usize,
 }
 
+/// Whether snippet code should get tool calls as futures: the interpreter cannot
+/// tell a call that will be gathered from a plain one.
+pub fn uses_async(code: &str) -> bool {
+    code.contains("await") || code.contains("asyncio")
+}
+
 /// Runs one snippet to its end. Blocking: call it on a dedicated thread.
 pub fn run(job: Job) -> Finished {
     let (results_tx, results_rx) = channel();
-    let async_mode = job.code.contains("await") || job.code.contains("asyncio");
     let mut driver = Driver {
         slot: job.slot,
         out: OutputCapture::new(job.limits.max_output_bytes),
+        host: SuspensionHost::new(job.sdk, job.limits.max_tool_calls, job.limits.max_sleep_total),
         limits: job.limits,
-        host: job.host,
-        sdk: job.sdk,
+        tools: job.tools,
         runtime: job.runtime,
         cancel: job.cancel,
         on_tool_call: job.on_tool_call,
-        async_mode,
-        tool_calls: 0,
+        async_mode: uses_async(&job.code),
         completed_calls: 0,
-        slept: Duration::ZERO,
         results_tx,
         results_rx,
         early: HashMap::new(),
@@ -130,26 +127,17 @@ pub fn run(job: Job) -> Finished {
     };
     let (repl, ending) = driver.feed(job.repl, &job.code);
     let (repl, ending) = match (repl, ending) {
-        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => {
-            driver.read_result_variable(repl)
-        }
+        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => driver.read_result_variable(repl),
         other => other,
     };
-    let tool_calls = driver.tool_calls;
+    let tool_calls = driver.host.tool_calls;
     let (stdout, truncated) = driver.out.finish();
-    Finished {
-        repl,
-        ending,
-        stdout,
-        truncated,
-        tool_calls,
-        session_bytes: driver.session_bytes,
-    }
+    Finished { repl, ending, stdout, truncated, tool_calls, session_bytes: driver.session_bytes }
 }
 
 /// Whether the snippet may have assigned `result` (the contract's way to return
 /// a value from code whose last statement is not an expression).
-fn mentions_result(code: &str) -> bool {
+pub fn mentions_result(code: &str) -> bool {
     code.match_indices("result").any(|(i, _)| {
         let before = code[..i].chars().next_back();
         let after = code[i + "result".len()..].chars().next();
@@ -159,10 +147,6 @@ fn mentions_result(code: &str) -> bool {
 
 fn is_ident_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
-}
-
-fn exception(exc_type: ExcType, msg: impl Into<String>) -> MontyException {
-    MontyException::new(exc_type, Some(msg.into()))
 }
 
 impl Driver {
@@ -216,22 +200,12 @@ impl Driver {
             progress.tracker_mut().set_max_turn_duration(remaining);
             step = match progress {
                 ReplProgress::FunctionCall(call) => self.on_call(call),
-                ReplProgress::NameLookup(lookup) => match self.lookup(&lookup.name) {
+                ReplProgress::NameLookup(lookup) => match self.host.on_lookup(&lookup.name) {
                     Ok(answer) => {
                         let _scope = MemoryScope::enter(self.slot);
                         lookup.resume(answer, PrintWriter::Callback(&mut self.out))
                     }
-                    Err(reason) => {
-                        let exc = exception(
-                            ExcType::NotImplementedError,
-                            format!("Monty does not support {reason}"),
-                        );
-                        self.abort(
-                            ReplProgress::NameLookup(lookup),
-                            Verdict::Unsupported { reason },
-                            exc,
-                        )
-                    }
+                    Err((verdict, exc)) => self.abort(ReplProgress::NameLookup(lookup), verdict, exc),
                 },
                 ReplProgress::OsCall(os) => self.on_os_call(os),
                 ReplProgress::ResolveFutures(waiting) => {
@@ -331,83 +305,21 @@ impl Driver {
         }
     }
 
-    /// A bare name the snippet read that is not defined; `Err` names a CPython
-    /// builtin Monty lacks.
-    fn lookup(&self, name: &str) -> Result<NameLookupResult, String> {
-        if name == SEARCH_TOOLS || name == DESCRIBE_TOOL {
-            return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
-        }
-        if let Some(f) = self.sdk.get(name) {
-            return Ok(NameLookupResult::Value(MontyObject::function(
-                name,
-                Some(f.summary.clone()),
-            )));
-        }
-        match classify_missing_name(name) {
-            Some(reason) => Err(reason),
-            None => Ok(NameLookupResult::Undefined),
-        }
-    }
-
     fn on_call(&mut self, call: ReplFunctionCall) -> StepResult {
-        let name = call.function_name.clone();
-        let immediate: Option<ExtFunctionResult> = if call.object_id.is_some() {
-            Some(ExtFunctionResult::NotFound(name.clone()))
-        } else if name == SEARCH_TOOLS {
-            Some(self.search_tools(&call))
-        } else if name == DESCRIBE_TOOL {
-            Some(self.describe_tool(&call))
-        } else if self.sdk.get(&name).is_none() {
-            let reply = match classify_missing_name(&name) {
-                Some(reason) => {
-                    return self.abort(
-                        ReplProgress::FunctionCall(call),
-                        Verdict::Unsupported {
-                            reason: reason.clone(),
-                        },
-                        exception(
-                            ExcType::NotImplementedError,
-                            format!("Monty does not support {reason}"),
-                        ),
-                    );
-                }
-                None => ExtFunctionResult::NotFound(name.clone()),
-            };
-            Some(reply)
-        } else {
-            None
+        let decision = self.host.on_call(&call.function_name, &call.args, call.object_id.is_some());
+        let tool = match decision {
+            CallDecision::Reply(reply) => return self.resume_call(call, reply),
+            CallDecision::Abort(verdict, exc) => return self.abort(ReplProgress::FunctionCall(call), verdict, exc),
+            CallDecision::CallTool(tool) => tool,
         };
-        if let Some(reply) = immediate {
-            return self.resume_call(call, reply);
-        }
-        let args = match self.bind(&call) {
-            Ok(args) => args,
-            Err(exc) => return self.resume_call(call, ExtFunctionResult::Error(exc)),
-        };
-        if self.tool_calls >= self.limits.max_tool_calls {
-            let msg = format!(
-                "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
-                self.limits.max_tool_calls
-            );
-            return self.abort(
-                ReplProgress::FunctionCall(call),
-                Verdict::Limit,
-                exception(ExcType::RuntimeError, msg),
-            );
-        }
-        self.tool_calls += 1;
         let call_id = call.call_id;
-        self.spawn_tool(call_id, &name, args);
+        self.spawn_tool(call_id, tool);
         if call.allow_eager_await {
             // `await tool()` with nothing else runnable: wait, then resume eagerly.
-            let result = self.wait_for(call_id);
-            return match result {
-                Ok(r) => {
+            return match self.wait_for(call_id) {
+                Ok(reply) => {
                     let _scope = MemoryScope::enter(self.slot);
-                    call.resume_eager(
-                        r.map(|v| to_monty(&v)).map_err(tool_exception),
-                        PrintWriter::Callback(&mut self.out),
-                    )
+                    call.resume_eager(reply, PrintWriter::Callback(&mut self.out))
                 }
                 Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
             };
@@ -419,13 +331,7 @@ impl Driver {
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }
         match self.wait_for(call_id) {
-            Ok(r) => {
-                let reply = match r {
-                    Ok(v) => ExtFunctionResult::Return(to_monty(&v)),
-                    Err(e) => ExtFunctionResult::Error(tool_exception(e)),
-                };
-                self.resume_call(call, reply)
-            }
+            Ok(reply) => self.resume_call(call, ext_result(reply)),
             Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
         }
     }
@@ -440,52 +346,14 @@ impl Driver {
         self.abort(progress, verdict, exc)
     }
 
-    /// Maps the call's Python arguments onto the tool's JSON arguments.
-    fn bind(
-        &self,
-        call: &ReplFunctionCall,
-    ) -> Result<serde_json::Map<String, Value>, MontyException> {
-        let name = &call.function_name;
-        let Some(function) = self.sdk.get(name) else {
-            return Err(exception(
-                ExcType::NameError,
-                format!("name '{name}' is not defined"),
-            ));
-        };
-        let not_json = |what: String, e: NotJson| {
-            exception(
-                ExcType::TypeError,
-                format!("{name}(): {what} cannot be sent to the tool: {e}"),
-            )
-        };
-        let mut positional = Vec::new();
-        for (i, arg) in call.args.args().enumerate() {
-            positional.push(json_of(arg).map_err(|e| not_json(format!("argument {}", i + 1), e))?);
-        }
-        let mut keywords = Vec::new();
-        for (key, value) in call.args.kwargs() {
-            let key = key.as_str().unwrap_or_default().to_owned();
-            let value = json_of(value).map_err(|e| not_json(format!("argument '{key}'"), e))?;
-            keywords.push((key, value));
-        }
-        function
-            .bind_args(positional, keywords)
-            .map_err(|e| exception(ExcType::TypeError, e.to_string()))
-    }
-
-    fn spawn_tool(&self, call_id: u32, py_name: &str, args: serde_json::Map<String, Value>) {
-        let Some(function) = self.sdk.get(py_name) else {
-            return;
-        };
-        let fut = self.host.call_tool(&function.server, &function.tool, args);
-        let unwrap = function.unwrap_result;
+    fn spawn_tool(&self, call_id: u32, call: ToolCall) {
+        let fut = self.tools.call_tool(&call.server, &call.tool, call.args);
+        let unwrap = call.unwrap_result;
         let tx = self.results_tx.clone();
         self.runtime.spawn(async move {
-            let result = fut
-                .await
-                .map(|value| if unwrap { unwrap_result(value) } else { value });
+            let reply = tool_reply(fut.await, unwrap);
             // The receiver is gone only when the run already ended.
-            let _ = tx.send((call_id, result));
+            let _ = tx.send((call_id, reply));
         });
     }
 
@@ -493,7 +361,7 @@ impl Driver {
         let tx = self.results_tx.clone();
         self.runtime.spawn(async move {
             tokio::time::sleep(duration).await;
-            let _ = tx.send((call_id, Ok(Value::Null)));
+            let _ = tx.send((call_id, Ok(MontyObject::none())));
         });
     }
 
@@ -536,11 +404,7 @@ impl Driver {
         Ok(ready
             .into_iter()
             .map(|(id, r)| {
-                let reply = match r {
-                    Ok(v) => ExtFunctionResult::Return(to_monty(&v)),
-                    Err(e) => ExtFunctionResult::Error(tool_exception(e)),
-                };
-                (id, reply)
+(id, ext_result(r))
             })
             .collect())
     }
@@ -578,79 +442,38 @@ impl Driver {
     }
 
     fn on_os_call(&mut self, os: ReplOsCall) -> StepResult {
-        let reply: ExtFunctionResult = match &os.function_call {
-            OsFunctionCall::Import(module) => match classify_import(module) {
-                ImportVerdict::Denied => exception(
-                    ExcType::PermissionError,
-                    format!(
-                        "import of '{module}' is blocked: sandboxed code has no file, network, process or \
-                         environment access; use the upstream tools instead"
-                    ),
-                )
-                .into(),
-                ImportVerdict::Unsupported { reason } => {
-                    let exc = exception(ExcType::ModuleNotFoundError, format!("Monty does not support {reason}"));
-                    return self.abort(ReplProgress::OsCall(os), Verdict::Unsupported { reason }, exc);
-                }
-                ImportVerdict::NotFound => ExtFunctionResult::NotFound(module.clone()),
-            },
+        let request = match &os.function_call {
+            OsFunctionCall::Import(module) => OsRequest::Import(module.clone()),
             OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) => {
-                let d = *d;
-                if let Err(exc) = self.budget_sleep(d) {
-                    return self.abort(ReplProgress::OsCall(os), Verdict::Limit, exc);
-                }
-                if let Err(stop) = self.sleep_here(d) {
-                    return self.stop(ReplProgress::OsCall(os), stop);
-                }
-                MontyObject::none().into()
+                OsRequest::Sleep { duration: *d, awaitable: false }
             }
             OsFunctionCall::AsyncSleep(d) | OsFunctionCall::AsyncSystemSleep(d) => {
-                let d = *d;
-                if let Err(exc) = self.budget_sleep(d) {
-                    return self.abort(ReplProgress::OsCall(os), Verdict::Limit, exc);
-                }
-                if os.allow_eager_await {
-                    if let Err(stop) = self.sleep_here(d) {
-                        return self.stop(ReplProgress::OsCall(os), stop);
-                    }
-                    let _scope = MemoryScope::enter(self.slot);
-                    return os.resume_eager(Ok(MontyObject::none()), PrintWriter::Callback(&mut self.out));
-                }
+                OsRequest::Sleep { duration: *d, awaitable: true }
+            }
+            OsFunctionCall::Getenv(_) | OsFunctionCall::GetEnviron => OsRequest::Environment,
+            other => OsRequest::Other(other.name().to_owned()),
+        };
+        let awaitable = matches!(request, OsRequest::Sleep { awaitable: true, .. });
+        let reply = match self.host.on_os_call(request) {
+            OsDecision::Reply(reply) => reply,
+            OsDecision::Abort(verdict, exc) => return self.abort(ReplProgress::OsCall(os), verdict, exc),
+            OsDecision::Sleep(d) if awaitable && !os.allow_eager_await => {
                 self.spawn_sleep(os.call_id, d);
                 ExtFunctionResult::Future(os.call_id)
             }
-            OsFunctionCall::Getenv(_) | OsFunctionCall::GetEnviron => exception(
-                ExcType::PermissionError,
-                "environment access is denied in the sandbox",
-            )
-            .into(),
-            other => exception(
-                ExcType::PermissionError,
-                format!(
-                    "{} is denied: sandboxed code has no file system access; use the upstream tools (for example \
-                     a filesystem server) instead",
-                    other.name()
-                ),
-            )
-            .into(),
+            OsDecision::Sleep(d) => {
+                if let Err(stop) = self.sleep_here(d) {
+                    return self.stop(ReplProgress::OsCall(os), stop);
+                }
+                if awaitable {
+                    let _scope = MemoryScope::enter(self.slot);
+                    return os.resume_eager(Ok(MontyObject::none()), PrintWriter::Callback(&mut self.out));
+                }
+                MontyObject::none().into()
+            }
         };
         let _scope = MemoryScope::enter(self.slot);
         os.resume(reply, PrintWriter::Callback(&mut self.out))
-    }
-
-    fn budget_sleep(&mut self, d: Duration) -> Result<(), MontyException> {
-        self.slept += d;
-        if self.slept > self.limits.max_sleep_total {
-            return Err(exception(
-                ExcType::TimeoutError,
-                format!(
-                    "sleep limit exceeded: {:.1}s asked in total, {:.1}s allowed per run (CODEMCP_MAX_SLEEP_MS)",
-                    self.slept.as_secs_f64(),
-                    self.limits.max_sleep_total.as_secs_f64()
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// Sleeps on the interpreter thread, waking for cancellation.
@@ -669,52 +492,6 @@ impl Driver {
                 return Err(Stop::Deadline);
             }
             std::thread::sleep((until - now).min(Duration::from_millis(50)));
-        }
-    }
-
-    fn search_tools(&self, call: &ReplFunctionCall) -> ExtFunctionResult {
-        let query = call
-            .args
-            .arg(0)
-            .or_else(|| call.args.kwarg("query"))
-            .and_then(|v| v.as_str().map(str::to_owned));
-        let Some(query) = query else {
-            return exception(
-                ExcType::TypeError,
-                "search_tools(query: str, limit: int = 10) needs a query string",
-            )
-            .into();
-        };
-        let limit = call
-            .args
-            .arg(1)
-            .or_else(|| call.args.kwarg("limit"))
-            .and_then(|v| v.as_int())
-            .unwrap_or(10);
-        let hits = self.sdk.search(&query, limit.clamp(1, 100) as usize);
-        to_monty(&serde_json::to_value(hits).unwrap_or(Value::Null)).into()
-    }
-
-    fn describe_tool(&self, call: &ReplFunctionCall) -> ExtFunctionResult {
-        let name = call
-            .args
-            .arg(0)
-            .or_else(|| call.args.kwarg("name"))
-            .and_then(|v| v.as_str().map(str::to_owned));
-        let Some(name) = name else {
-            return exception(
-                ExcType::TypeError,
-                "describe_tool(name: str) needs a tool name",
-            )
-            .into();
-        };
-        match self.sdk.describe(&name) {
-            Some(doc) => to_monty(&doc).into(),
-            None => exception(
-                ExcType::KeyError,
-                format!("no tool named '{name}'; search_tools(query) lists the available ones"),
-            )
-            .into(),
         }
     }
 }
@@ -740,17 +517,3 @@ impl Stop {
     }
 }
 
-/// `{"result": v}` → `v`, for tools whose output schema only wraps a plain value.
-fn unwrap_result(value: Value) -> Value {
-    match value {
-        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
-            map.remove("result").unwrap_or(Value::Null)
-        }
-        other => other,
-    }
-}
-
-/// Tool failures raise `ToolError`, which is `RuntimeError` in Monty.
-fn tool_exception(failure: ToolFailure) -> MontyException {
-    exception(ExcType::RuntimeError, failure.message)
-}

@@ -11,6 +11,7 @@ mod convert;
 #[rustfmt::skip]
 mod cpython_tables;
 mod driver;
+mod host;
 pub mod memory;
 mod output;
 
@@ -264,7 +265,7 @@ impl MontyEngine {
                 max_sleep_total: self.limits.max_sleep_total,
             },
             sdk: host.sdk(),
-            host,
+            tools: host,
             runtime: tokio::runtime::Handle::current(),
             cancel: control.cancel,
             on_tool_call: control.on_tool_call,

@@ -1,0 +1,248 @@
+//! How the gateway answers Monty's suspensions, whatever the placement
+//! (in-process thread or `monty-pool` worker): which names are tools, how a call
+//! binds its arguments, which OS calls are refused, and the per-run tool-call
+//! and sleep budgets. The placements only differ in how they resume.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use monty_types::{CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult};
+use serde_json::{Map, Value};
+
+use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
+use super::convert::{NotJson, json_of, to_monty};
+use crate::exec::ToolFailure;
+use crate::sdk::Sdk;
+
+/// Names every engine provides besides the tools.
+const SEARCH_TOOLS: &str = "search_tools";
+const DESCRIBE_TOOL: &str = "describe_tool";
+
+/// What to do about an external function call.
+pub enum CallDecision {
+    /// Answer right away.
+    Reply(ExtFunctionResult),
+    /// Stop the run with an uncatchable error.
+    Abort(Verdict, MontyException),
+    /// Call an upstream tool and answer with its result.
+    CallTool(ToolCall),
+}
+
+pub struct ToolCall {
+    pub server: String,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    /// The tool wraps plain values as `{"result": v}` (FastMCP): return `v`.
+    pub unwrap_result: bool,
+}
+
+/// An OS-level request, as either placement reports it.
+pub enum OsRequest {
+    Import(String),
+    Sleep { duration: Duration, awaitable: bool },
+    Environment,
+    /// Anything else (files, paths, ...), by its Python name.
+    Other(String),
+}
+
+pub enum OsDecision {
+    Reply(ExtFunctionResult),
+    Abort(Verdict, MontyException),
+    /// Wait this long, then answer `None` (as a future when awaitable).
+    Sleep(Duration),
+}
+
+/// Per-run state of the answers: the budgets already spent.
+pub struct SuspensionHost {
+    sdk: Arc<Sdk>,
+    max_tool_calls: u32,
+    max_sleep_total: Duration,
+    pub tool_calls: u32,
+    slept: Duration,
+}
+
+pub fn exception(exc_type: ExcType, msg: impl Into<String>) -> MontyException {
+    MontyException::new(exc_type, Some(msg.into()))
+}
+
+impl SuspensionHost {
+    pub fn new(sdk: Arc<Sdk>, max_tool_calls: u32, max_sleep_total: Duration) -> Self {
+        Self { sdk, max_tool_calls, max_sleep_total, tool_calls: 0, slept: Duration::ZERO }
+    }
+
+    /// A bare name the snippet read that is not defined.
+    pub fn on_lookup(&self, name: &str) -> Result<NameLookupResult, (Verdict, MontyException)> {
+        if name == SEARCH_TOOLS || name == DESCRIBE_TOOL {
+            return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
+        }
+        if let Some(f) = self.sdk.get(name) {
+            return Ok(NameLookupResult::Value(MontyObject::function(name, Some(f.summary.clone()))));
+        }
+        match classify_missing_name(name) {
+            Some(reason) => Err(unsupported(reason)),
+            None => Ok(NameLookupResult::Undefined),
+        }
+    }
+
+    /// A call of a name that is not a Python function of the snippet.
+    pub fn on_call(&mut self, name: &str, args: &CallArgs, method_call: bool) -> CallDecision {
+        if method_call {
+            return CallDecision::Reply(ExtFunctionResult::NotFound(name.to_owned()));
+        }
+        if name == SEARCH_TOOLS {
+            return CallDecision::Reply(self.search_tools(args));
+        }
+        if name == DESCRIBE_TOOL {
+            return CallDecision::Reply(self.describe_tool(args));
+        }
+        let Some(function) = self.sdk.get(name) else {
+            return match classify_missing_name(name) {
+                Some(reason) => {
+                    let (verdict, exc) = unsupported(reason);
+                    CallDecision::Abort(verdict, exc)
+                }
+                None => CallDecision::Reply(ExtFunctionResult::NotFound(name.to_owned())),
+            };
+        };
+        let args = match bind(name, function, args) {
+            Ok(args) => args,
+            Err(exc) => return CallDecision::Reply(ExtFunctionResult::Error(exc)),
+        };
+        if self.tool_calls >= self.max_tool_calls {
+            let msg = format!(
+                "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
+                self.max_tool_calls
+            );
+            return CallDecision::Abort(Verdict::Limit, exception(ExcType::RuntimeError, msg));
+        }
+        self.tool_calls += 1;
+        CallDecision::CallTool(ToolCall {
+            server: function.server.clone(),
+            tool: function.tool.clone(),
+            args,
+            unwrap_result: function.unwrap_result,
+        })
+    }
+
+    pub fn on_os_call(&mut self, request: OsRequest) -> OsDecision {
+        match request {
+            OsRequest::Import(module) => match classify_import(&module) {
+                ImportVerdict::Denied => OsDecision::Reply(
+                    exception(
+                        ExcType::PermissionError,
+                        format!(
+                            "import of '{module}' is blocked: sandboxed code has no file, network, process or \
+                             environment access; use the upstream tools instead"
+                        ),
+                    )
+                    .into(),
+                ),
+                ImportVerdict::Unsupported { reason } => {
+                    let exc = exception(ExcType::ModuleNotFoundError, format!("Monty does not support {reason}"));
+                    OsDecision::Abort(Verdict::Unsupported { reason }, exc)
+                }
+                ImportVerdict::NotFound => OsDecision::Reply(ExtFunctionResult::NotFound(module)),
+            },
+            OsRequest::Sleep { duration, .. } => {
+                self.slept += duration;
+                if self.slept > self.max_sleep_total {
+                    let msg = format!(
+                        "sleep limit exceeded: {:.1}s asked in total, {:.1}s allowed per run (CODEMCP_MAX_SLEEP_MS)",
+                        self.slept.as_secs_f64(),
+                        self.max_sleep_total.as_secs_f64()
+                    );
+                    return OsDecision::Abort(Verdict::Limit, exception(ExcType::TimeoutError, msg));
+                }
+                OsDecision::Sleep(duration)
+            }
+            OsRequest::Environment => OsDecision::Reply(
+                exception(ExcType::PermissionError, "environment access is denied in the sandbox").into(),
+            ),
+            OsRequest::Other(name) => OsDecision::Reply(
+                exception(
+                    ExcType::PermissionError,
+                    format!(
+                        "{name} is denied: sandboxed code has no file system access; use the upstream tools (for \
+                         example a filesystem server) instead"
+                    ),
+                )
+                .into(),
+            ),
+        }
+    }
+
+    fn search_tools(&self, args: &CallArgs) -> ExtFunctionResult {
+        let query = args.arg(0).or_else(|| args.kwarg("query")).and_then(|v| v.as_str().map(str::to_owned));
+        let Some(query) = query else {
+            return exception(ExcType::TypeError, "search_tools(query: str, limit: int = 10) needs a query string")
+                .into();
+        };
+        let limit = args.arg(1).or_else(|| args.kwarg("limit")).and_then(|v| v.as_int()).unwrap_or(10);
+        let hits = self.sdk.search(&query, limit.clamp(1, 100) as usize);
+        to_monty(&serde_json::to_value(hits).unwrap_or(Value::Null)).into()
+    }
+
+    fn describe_tool(&self, args: &CallArgs) -> ExtFunctionResult {
+        let name = args.arg(0).or_else(|| args.kwarg("name")).and_then(|v| v.as_str().map(str::to_owned));
+        let Some(name) = name else {
+            return exception(ExcType::TypeError, "describe_tool(name: str) needs a tool name").into();
+        };
+        match self.sdk.describe(&name) {
+            Some(doc) => to_monty(&doc).into(),
+            None => exception(
+                ExcType::KeyError,
+                format!("no tool named '{name}'; search_tools(query) lists the available ones"),
+            )
+            .into(),
+        }
+    }
+}
+
+fn unsupported(reason: String) -> (Verdict, MontyException) {
+    let exc = exception(ExcType::NotImplementedError, format!("Monty does not support {reason}"));
+    (Verdict::Unsupported { reason }, exc)
+}
+
+/// Maps the call's Python arguments onto the tool's JSON arguments.
+fn bind(name: &str, function: &crate::sdk::SdkFunction, args: &CallArgs) -> Result<Map<String, Value>, MontyException> {
+    let not_json =
+        |what: String, e: NotJson| exception(ExcType::TypeError, format!("{name}(): {what} cannot be sent to the tool: {e}"));
+    let mut positional = Vec::new();
+    for (i, arg) in args.args().enumerate() {
+        positional.push(json_of(arg).map_err(|e| not_json(format!("argument {}", i + 1), e))?);
+    }
+    let mut keywords = Vec::new();
+    for (key, value) in args.kwargs() {
+        let key = key.as_str().unwrap_or_default().to_owned();
+        let value = json_of(value).map_err(|e| not_json(format!("argument '{key}'"), e))?;
+        keywords.push((key, value));
+    }
+    function.bind_args(positional, keywords).map_err(|e| exception(ExcType::TypeError, e.to_string()))
+}
+
+/// A finished tool call as the sandbox sees it.
+pub fn tool_reply(result: Result<Value, ToolFailure>, unwrap: bool) -> Result<MontyObject, MontyException> {
+    match result {
+        Ok(value) => Ok(to_monty(&if unwrap { unwrap_result(value) } else { value })),
+        // `ToolError` is `RuntimeError` in Monty (no user exception classes).
+        Err(failure) => Err(exception(ExcType::RuntimeError, failure.message)),
+    }
+}
+
+/// `{"result": v}` → `v`, for tools whose output schema only wraps a plain value.
+fn unwrap_result(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
+            map.remove("result").unwrap_or(Value::Null)
+        }
+        other => other,
+    }
+}
+
+/// `Ok`/`Err` as the resume value Monty takes.
+pub fn ext_result(reply: Result<MontyObject, MontyException>) -> ExtFunctionResult {
+    match reply {
+        Ok(v) => ExtFunctionResult::Return(v),
+        Err(e) => ExtFunctionResult::Error(e),
+    }
+}
