@@ -60,8 +60,11 @@ def structured(res: Any) -> dict[str, Any]:
     sc = res.structured_content
     if not isinstance(sc, dict):
         raise AssertionError(f"no structuredContent; content: {text_of(res)!r}")
-    if res.is_error or sc.get("error"):
-        raise AssertionError(f"execute_python error: {sc.get('error') or text_of(res)}")
+    err = sc.get("error")
+    if res.is_error or err:
+        if isinstance(err, dict):
+            err = f"{err.get('type') or err.get('kind')}: {err.get('message')}"
+        raise AssertionError(f"execute_python error: {err or text_of(res)}")
     return sc
 
 
@@ -137,6 +140,8 @@ class Case:
 def describe(e: BaseException) -> str:
     while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
         e = e.exceptions[0]
+    if isinstance(e, AssertionError):  # our own checks: the message says it all
+        return str(e)
     return f"{type(e).__name__}: {str(e) or repr(e)}"
 
 
@@ -201,10 +206,14 @@ def print_table(cases: list[Case], planned: dict[str, int]) -> None:
         n = planned[c.key]
         row = f"{c.key}  {c.label:<41} {len(xs):>4}/{n:<4}"
         if xs:
-            row += f" {fmt(median(xs)):>8} {fmt(pct(xs, 95)):>8} {fmt(statistics.fmean(xs)):>8} {fmt(median(c.gw_ms)):>10}"
+            row += f" {fmt(median(xs)):>8} {fmt(pct(xs, 95)):>8} {fmt(statistics.fmean(xs)):>8} {fmt(median(c.gw_ms), 1):>10}"
         else:
             row += f" {'-':>8} {'-':>8} {'-':>8} {'-':>10}"
         print(row)
+
+
+def times(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}x"
 
 
 def ratio_line(name: str, num: Case, den: Case, target: float) -> tuple[str, float | None, str]:
@@ -266,6 +275,82 @@ def schedule(n_main: int, n_d: int) -> list[list[str]]:
     return plan
 
 
+@dataclass
+class Measurement:
+    cases: dict[str, Case]
+    pid: int | None
+    rss_idle: int | None = None
+    rss_soak: int | None = None
+    rss_peak: int | None = None
+    soak_ok: int = 0
+    soak_s: float = 0.0
+    measure_s: float = 0.0
+
+
+async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: int | None) -> Measurement:
+    await anyio.sleep(0.5)  # let start-up allocations settle
+    cases = [
+        Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
+        Case("b", "codemcp  print(1+1)", execute(gateway, CODE_B), check_b),
+        Case("c", "codemcp  1x everything_get_sum", execute(gateway, CODE_C), check_c),
+        Case("d", "codemcp  10x everything_get_sum", execute(gateway, CODE_D), check_d),
+    ]
+    m = Measurement({c.key: c for c in cases}, pid, rss_idle=status_kib(pid, "VmRSS") if pid else None)
+
+    for _ in range(a.warmup):
+        for c in cases:
+            await c.run(record=False)
+    for c in cases:
+        if a.warmup and len(c.errors) == a.warmup:
+            c.disabled = True  # every warm-up call failed: timing it would only time errors
+
+    t0 = time.monotonic()
+    for keys in schedule(a.iterations, a.iterations_d):
+        for k in keys:
+            if not m.cases[k].disabled:
+                await m.cases[k].run(record=True)
+    m.measure_s = time.monotonic() - t0
+
+    soak = [c for c in (m.cases["b"], m.cases["c"]) if not c.disabled] or [m.cases["b"]]
+    t0 = time.monotonic()
+    for i in range(a.soak):
+        m.soak_ok += await soak[i % len(soak)].run(record=False)
+    m.soak_s = time.monotonic() - t0
+    if pid:
+        m.rss_soak, m.rss_peak = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    return m
+
+
+def report(a: argparse.Namespace, m: Measurement) -> int:
+    cs = m.cases
+    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d}
+    print()
+    print_table(list(cs.values()), planned)
+    print()
+    rb, vb_r, vb = ratio_line("(b)/(a)", cs["b"], cs["a"], TARGET_B)
+    rc, vc_r, vc = ratio_line("(c)/(a)", cs["c"], cs["a"], TARGET_C)
+    ma, md = median(cs["a"].samples_ms), median(cs["d"].samples_ms)
+    per_call = None if md is None else md / 10
+    print("ratios of medians")
+    print("  " + rb)
+    print("  " + rc)
+    print(f"  (d)/10   {fmt(per_call)} ms per upstream call inside one snippet"
+          + ("" if per_call is None or not ma else f"   ({per_call / ma:.2f}x of (a))"))
+    print()
+    print(f"gateway RSS (codemcp pid {m.pid or '?'})")
+    print(f"  idle after connect           {mib(m.rss_idle)}")
+    print(f"  after {a.soak} execute_python   {mib(m.rss_soak)}   (peak {mib(m.rss_peak)}; {m.soak_ok}/{a.soak} ok in {m.soak_s:.1f} s)")
+    print()
+    print_errors(list(cs.values()))
+
+    n_err = sum(len(c.errors) for c in cs.values())
+    growth = "n/a" if m.rss_idle is None or m.rss_soak is None else f"{(m.rss_soak - m.rss_idle) / 1024:+.1f} MiB"
+    print(f"SUMMARY b/a={times(vb_r)} {vb}, c/a={times(vc_r)} {vc}, d/10={fmt(per_call)} ms/call, "
+          f"a={fmt(ma)} ms, RSS {mib(m.rss_idle)} -> {mib(m.rss_soak)} ({growth}) after {a.soak} runs, "
+          f"errors {n_err}, measured in {m.measure_s:.1f} s")
+    return 1 if n_err else 0
+
+
 async def amain(a: argparse.Namespace) -> int:
     node = shutil.which("node") or "node"
     everything = str(Path(a.node_modules) / EVERYTHING)
@@ -279,12 +364,17 @@ async def amain(a: argparse.Namespace) -> int:
     print(f"  binary  {a.codemcp}")
     print(f"  config  {config}   (children's stderr: {errlog_path})")
     print(f"  n = {a.iterations} (a, b, c), {a.iterations_d} (d); warm-up {a.warmup} each; soak {a.soak}")
-    print()
+
+    def fatal(msg: str) -> int:
+        print(f"FATAL: {msg}\n  children's stderr: {errlog_path}")
+        return 2
 
     with errlog_path.open("w") as errlog:
-        async with AsyncExitStack() as stack:
-            try:
-                with anyio.fail_after(60):
+        # One scope around the connections: its deadline bounds connecting and is lifted afterwards
+        # (a fail_after around the connect alone would exit before the contexts it entered).
+        with anyio.CancelScope(deadline=anyio.current_time() + 60) as connect_scope:
+            async with AsyncExitStack() as stack:
+                try:
                     direct = await stack.enter_async_context(Client(
                         stdio_client(StdioServerParameters(command=node, args=[everything, "stdio"], env=env), errlog=errlog),
                         mode=a.mode, cache=None))
@@ -292,77 +382,16 @@ async def amain(a: argparse.Namespace) -> int:
                         stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=env), errlog=errlog),
                         mode=a.mode, cache=None))
                     tools = [t.name for t in (await gateway.list_tools()).tools]
-            except BaseException as e:  # noqa: BLE001
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                print(f"FATAL: could not connect: {describe(e)}\n  see {errlog_path}")
-                return 2
-            if "execute_python" not in tools:
-                print(f"FATAL: codemcp does not list execute_python (tools: {tools})")
-                return 2
-            print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
-
-            pid = child_pid_of(a.codemcp)
-            await anyio.sleep(0.5)  # let start-up allocations settle
-            rss_idle = status_kib(pid, "VmRSS") if pid else None
-
-            cases = [
-                Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
-                Case("b", "codemcp  print(1+1)", execute(gateway, CODE_B), check_b),
-                Case("c", "codemcp  1x everything_get_sum", execute(gateway, CODE_C), check_c),
-                Case("d", "codemcp  10x everything_get_sum", execute(gateway, CODE_D), check_d),
-            ]
-            by_key = {c.key: c for c in cases}
-
-            for _ in range(a.warmup):
-                for c in cases:
-                    if not c.disabled:
-                        await c.run(record=False)
-            for c in cases:
-                if a.warmup and len(c.errors) == a.warmup:
-                    c.disabled = True  # every warm-up call failed: timing it would only time errors
-
-            t_start = time.monotonic()
-            for keys in schedule(a.iterations, a.iterations_d):
-                for k in keys:
-                    if not by_key[k].disabled:
-                        await by_key[k].run(record=True)
-            t_measure = time.monotonic() - t_start
-
-            soak_ok = 0
-            t_soak = time.monotonic()
-            for i in range(a.soak):
-                soak_ok += await (by_key["b"] if i % 2 == 0 else by_key["c"]).run(record=False)
-            t_soak = time.monotonic() - t_soak
-            rss_soak = status_kib(pid, "VmRSS") if pid else None
-            hwm = status_kib(pid, "VmHWM") if pid else None
-
-    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d}
-    print()
-    print_table(cases, planned)
-    print()
-    rb, vb_r, vb = ratio_line("(b)/(a)", by_key["b"], by_key["a"], TARGET_B)
-    rc, vc_r, vc = ratio_line("(c)/(a)", by_key["c"], by_key["a"], TARGET_C)
-    print("ratios of medians")
-    print("  " + rb)
-    print("  " + rc)
-    md = median(by_key["d"].samples_ms)
-    per_call = None if md is None else md / 10
-    print(f"  (d)/10   {fmt(per_call)} ms per upstream call inside one snippet"
-          + ("" if per_call is None or not by_key["a"].samples_ms else f"   ({per_call / median(by_key['a'].samples_ms):.2f}x of (a))"))
-    print()
-    print(f"gateway RSS (pid {pid or '?'})")
-    print(f"  idle after connect          {mib(rss_idle)}")
-    print(f"  after {a.soak} execute_python  {mib(rss_soak)}   (peak {mib(hwm)}; {soak_ok}/{a.soak} ok, {t_soak:.1f} s)")
-    print()
-    print_errors(cases)
-
-    n_err = sum(len(c.errors) for c in cases)
-    growth = "n/a" if rss_idle is None or rss_soak is None else f"{(rss_soak - rss_idle) / 1024:+.1f} MiB"
-    print(f"SUMMARY b/a={fmt(vb_r, 2)}x {vb}, c/a={fmt(vc_r, 2)}x {vc}, d/10={fmt(per_call)} ms/call, "
-          f"a median={fmt(median(by_key['a'].samples_ms))} ms, RSS idle {mib(rss_idle)} -> {mib(rss_soak)} ({growth}) after {a.soak} runs, "
-          f"errors {n_err}, measured in {t_measure:.1f} s")
-    return 1 if n_err else 0
+                except Exception as e:  # noqa: BLE001
+                    return fatal(f"could not connect: {describe(e)}")
+                connect_scope.deadline = math.inf
+                if "execute_python" not in tools:
+                    return fatal(f"codemcp does not list execute_python (tools: {tools})")
+                print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
+                m = await measure(a, direct, gateway, child_pid_of(a.codemcp))
+        if connect_scope.cancelled_caught:
+            return fatal("connecting took longer than 60 s")
+    return report(a, m)
 
 
 def main() -> None:

@@ -12,5 +12,14 @@ scripts/test-deps.sh
 # shellcheck source=/dev/null
 . .deps/env.sh
 
+CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$ROOT/.deps/monty-runtime")"
+export CODEMCP_MONTY_BIN
+
 # monty 1.x declares rust-version 1.96; it builds fine on 1.95 with this flag.
+# Stdio gateways run Monty in-process and HTTP gateways in worker processes by
+# default; the second run repeats the core tests with the other placement.
 cargo test --ignore-rust-version "$@"
+if [ $# -eq 0 ]; then
+  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits
+  CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
+fi

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, Settings};
+use crate::config::{self, MontyPlacement, Settings};
+use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
 use crate::exec::monty::{MontyEngine, MontyLimits};
-use crate::exec::{RunControl, RunRequest, SessionId, ToolHost};
+use crate::exec::{Engine, RunControl, RunRequest, SessionId, ToolHost};
 use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::Catalog;
 
@@ -66,13 +67,15 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let catalog = Catalog::connect(&upstreams, settings.tool_timeout).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
-            let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
+            let engine = engine(&settings, MontyPlacement::InProcess).await?;
+            let shared = Shared::new(catalog, engine, settings.description_budget);
             server::serve_stdio(shared)
                 .await
                 .map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
-            let shared = Shared::new(catalog, engine(&settings), settings.description_budget);
+            let engine = engine(&settings, MontyPlacement::Pool).await?;
+            let shared = Shared::new(catalog, engine, settings.description_budget);
             let access = HttpAccess {
                 allowed_hosts: settings.allowed_hosts.clone(),
                 allowed_origins: settings.allowed_origins.clone(),
@@ -88,20 +91,23 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        Command::Exec { code } => return Ok(exec_once(catalog, &settings, code).await),
+        Command::Exec { code } => {
+            let engine = engine(&settings, MontyPlacement::InProcess).await?;
+            return Ok(exec_once(catalog, engine.as_ref(), code).await);
+        }
         Command::Sdk => {
             let sdk = catalog.sdk();
             println!("{}", sdk.description(settings.description_budget));
             println!("\n# ---- {} ----\n", server::SDK_URI);
             println!("{}", sdk.stub());
         }
-        Command::Check => check(&catalog, &settings, &path),
+        Command::Check => check(&catalog, &settings, &path).await,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn engine(settings: &Settings) -> MontyEngine {
-    MontyEngine::new(MontyLimits {
+fn limits(settings: &Settings) -> MontyLimits {
+    MontyLimits {
         exec_timeout: settings.exec_timeout,
         max_output_bytes: settings.max_output_bytes,
         max_result_bytes: settings.max_result_bytes,
@@ -112,11 +118,24 @@ fn engine(settings: &Settings) -> MontyEngine {
         memory_limit: settings.monty_mem_limit,
         session_idle: settings.session_idle,
         max_sessions: settings.max_sessions,
-    })
+    }
 }
 
-async fn exec_once(catalog: Catalog, settings: &Settings, code: String) -> ExitCode {
-    let engine = engine(settings);
+/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
+async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn Engine>, String> {
+    let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
+        MontyPlacement::InProcess => Box::new(MontyEngine::new(limits(settings))),
+        MontyPlacement::Pool => {
+            let binary = find_worker_binary(settings.monty_bin.as_deref()).map_err(|e| e.to_string())?;
+            let pool = PoolEngine::start(limits(settings), binary, settings.monty_workers).await.map_err(|e| e.to_string())?;
+            Box::new(pool)
+        }
+    };
+    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
+    Ok(engine)
+}
+
+async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String) -> ExitCode {
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
     let execution = engine
         .run(
@@ -137,7 +156,7 @@ async fn exec_once(catalog: Catalog, settings: &Settings, code: String) -> ExitC
     }
 }
 
-fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
+async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
     match path.path() {
         Some(p) => println!(
             "config: {}{}",
@@ -165,10 +184,29 @@ fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
     for skipped in catalog.skipped() {
         println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
     }
-    println!(
-        "engine: monty (in-process), memory budget {} MiB shared by in-process sessions, run limit {} ms",
-        settings.monty_mem_limit >> 20,
-        settings.exec_timeout.as_millis()
-    );
+    let placement = match settings.monty_placement {
+        Some(MontyPlacement::InProcess) => "in-process (CODEMCP_MONTY=inprocess)",
+        Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
+        None => "in-process for stdio, worker pool for serve --http (CODEMCP_MONTY unset)",
+    };
+    println!("engine: monty, {placement}; memory {} MiB, run limit {} ms", settings.monty_mem_limit >> 20, settings.exec_timeout.as_millis());
+    match find_worker_binary(settings.monty_bin.as_deref()) {
+        Ok(binary) => match worker_binary_runs(&binary).await {
+            Ok(()) => println!("monty worker binary: {} (usable)", binary.display()),
+            Err(e) => println!("monty worker binary: {} (NOT usable: {e})", binary.display()),
+        },
+        Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
+    }
     println!("cpython fallback: not available in this build");
+}
+
+/// Runs the worker binary once, bounded, to see that it works.
+async fn worker_binary_runs(binary: &std::path::Path) -> Result<(), String> {
+    let run = tokio::process::Command::new(binary).args(["-c", "1 + 1"]).kill_on_drop(true).output();
+    match tokio::time::timeout(std::time::Duration::from_secs(10), run).await {
+        Ok(Ok(output)) if output.status.success() => Ok(()),
+        Ok(Ok(output)) => Err(format!("exited with {}", output.status)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("did not finish within 10 s".into()),
+    }
 }

@@ -63,6 +63,25 @@ pub struct Settings {
     /// (`http://localhost:8080`). Empty (the default) means: derive them
     /// from `allowed_hosts`.
     pub allowed_origins: Vec<String>,
+    /// `CODEMCP_MONTY`: where the Monty engine runs, `inprocess` or `pool`
+    /// (worker processes). `None` (unset) means: in-process for stdio, pool
+    /// for `serve --http`.
+    pub monty_placement: Option<MontyPlacement>,
+    /// `CODEMCP_MONTY_BIN`: the `monty` worker binary for pool mode; unset
+    /// means look for it (see `exec::monty::pool::find_worker_binary`).
+    pub monty_bin: Option<std::path::PathBuf>,
+    /// `CODEMCP_MONTY_WORKERS`: most live Monty worker processes in pool
+    /// mode, one per active session (default 16).
+    pub monty_workers: usize,
+}
+
+/// Where the Monty engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MontyPlacement {
+    /// In the gateway process: fastest; one memory budget shared by sessions.
+    InProcess,
+    /// In `monty-pool` worker processes: exact per-session limits, crash isolation.
+    Pool,
 }
 
 impl Default for Settings {
@@ -85,6 +104,9 @@ impl Default for Settings {
                 .map(str::to_owned)
                 .to_vec(),
             allowed_origins: Vec::new(),
+            monty_placement: None,
+            monty_bin: None,
+            monty_workers: 16,
         }
     }
 }
@@ -111,6 +133,9 @@ impl fmt::Debug for Settings {
             )
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
+            .field("monty_placement", &self.monty_placement)
+            .field("monty_bin", &self.monty_bin)
+            .field("monty_workers", &self.monty_workers)
             .finish()
     }
 }
@@ -151,6 +176,9 @@ impl Settings {
             http_token: env.get("CODEMCP_HTTP_TOKEN").map(|(raw, _)| raw),
             allowed_hosts: env.hosts("CODEMCP_ALLOWED_HOSTS", d.allowed_hosts)?,
             allowed_origins: env.origins("CODEMCP_ALLOWED_ORIGINS", d.allowed_origins)?,
+            monty_placement: env.placement("CODEMCP_MONTY")?,
+            monty_bin: env.get("CODEMCP_MONTY_BIN").map(|(_, path)| std::path::PathBuf::from(path)),
+            monty_workers: env.count("CODEMCP_MONTY_WORKERS", d.monty_workers)?,
         })
     }
 }
@@ -207,6 +235,17 @@ impl Env<'_> {
             return Err(bad(var, &raw, &format!("at most {most} {unit} (365 days)")));
         }
         Ok(duration)
+    }
+
+    fn placement(&self, var: &str) -> Result<Option<MontyPlacement>, ConfigError> {
+        let Some((raw, value)) = self.get(var) else {
+            return Ok(None);
+        };
+        match value.to_ascii_lowercase().as_str() {
+            "inprocess" | "in-process" | "in_process" => Ok(Some(MontyPlacement::InProcess)),
+            "pool" => Ok(Some(MontyPlacement::Pool)),
+            _ => Err(bad(var, &raw, "inprocess or pool")),
+        }
     }
 
     /// A positive whole number that fits `T`.

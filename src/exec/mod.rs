@@ -125,6 +125,63 @@ pub struct ToolFailure {
     pub message: String,
 }
 
+/// Runs snippets for MCP sessions. Every engine keeps the same calling contract
+/// and limits; they differ in where the code runs.
+pub trait Engine: Send + Sync + 'static {
+    /// One line for `codemcp check` and logs.
+    fn describe(&self) -> String;
+    fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution>;
+    /// The MCP session ended: drop its state.
+    fn end_session(&self, session: SessionId);
+    /// Drop sessions that have been idle too long.
+    fn expire_idle(&self);
+}
+
+impl Engine for monty::MontyEngine {
+    fn describe(&self) -> String {
+        format!(
+            "monty, in-process: {} MiB memory budget shared by in-process sessions",
+            self.limits().memory_limit >> 20
+        )
+    }
+
+    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> BoxFuture<'_, Execution> {
+        Box::pin(monty::MontyEngine::run(self, session, request, tools, control))
+    }
+
+    fn end_session(&self, session: SessionId) {
+        monty::MontyEngine::end_session(self, session);
+    }
+
+    fn expire_idle(&self) {
+        monty::MontyEngine::expire_idle(self);
+    }
+}
+
+impl Engine for monty::pool::PoolEngine {
+    fn describe(&self) -> String {
+        format!("monty, worker processes ({}): exact per-session limits, crash isolation", self.binary().display())
+    }
+
+    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> BoxFuture<'_, Execution> {
+        Box::pin(monty::pool::PoolEngine::run(self, session, request, tools, control))
+    }
+
+    fn end_session(&self, session: SessionId) {
+        monty::pool::PoolEngine::end_session(self, session);
+    }
+
+    fn expire_idle(&self) {
+        monty::pool::PoolEngine::expire_idle(self);
+    }
+}
+
 /// What engines need from the gateway: the current SDK and a way to call tools.
 pub trait ToolHost: Send + Sync + 'static {
     fn sdk(&self) -> Arc<Sdk>;

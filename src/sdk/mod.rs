@@ -200,6 +200,11 @@ impl SdkFunction {
     }
 
     fn signature_returning(&self, returns: &str) -> String {
+        format!("{} -> {returns}", self.call_signature())
+    }
+
+    /// `name(a: float, b: float = 1)`, without the return annotation.
+    fn call_signature(&self) -> String {
         let params = if self.variadic_kwargs {
             "**kwargs: Any".to_owned()
         } else {
@@ -209,7 +214,7 @@ impl SdkFunction {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        format!("{}({params}) -> {returns}", self.py_name)
+        format!("{}({params})", self.py_name)
     }
 
     /// Built field by field: `json!` would serialize the schemas, recursing without bound.

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::SdkFunction;
-use super::naming::{camel_case, is_bindable_identifier};
+use super::naming::{camel_case, is_bindable_identifier, words};
 use super::types::{TypeCtx, py_str};
 
 const SUMMARY_CHARS: usize = 100;
@@ -12,14 +12,11 @@ const SERVER_LABEL_CHARS: usize = 60;
 const MAX_TYPED_DICT_FIELDS: usize = 100;
 
 const INTRO: &str = "\
-Run Python code. Each upstream MCP tool is a plain synchronous Python function; call it with keyword (or positional) arguments.
-A call returns the tool's structuredContent as a dict when it gives one, else its text as a str.
-To run calls concurrently: `await asyncio.gather(f(...), g(...))`; in code that uses await, await every call.
-A failing tool raises ToolError (a RuntimeError; str(e) is the upstream's message).
-The snippet's result is its last expression, or a variable named `result`, plus anything printed.
-Variables, functions and imports persist across calls in the same session.
-search_tools(query, limit=10) finds tools; describe_tool(name) shows a tool's parameters and schemas.
-Print only what you need: filter and aggregate in Python instead of returning raw tool output.";
+Run Python (a sandboxed subset). Each function below calls an upstream MCP tool; pass keyword (or positional) arguments. \
+A call returns the tool's structured result as a dict when it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
+`await asyncio.gather(f(...), g(...))` runs calls concurrently; in code that uses await, await every call.
+You get what you print plus the last expression (or a variable `result`): filter and aggregate in Python, print only what you need.
+Variables and imports persist across calls in this session. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
 
 const INTRO_NO_TOOLS: &str = "\
 Run Python code. No upstream tools are connected right now; plain Python still runs.
@@ -92,11 +89,17 @@ fn truncate_words(text: &str, max_chars: usize) -> String {
     )
 }
 
+/// One line per tool. `-> str` is left out: the intro says a call without a declared result
+/// returns the text.
 fn tool_line(f: &SdkFunction) -> String {
+    let signature = match &f.return_hint {
+        Some(_) => f.signature(),
+        None => f.call_signature(),
+    };
     if f.summary.is_empty() {
-        f.signature()
+        signature
     } else {
-        format!("{}  # {}", f.signature(), f.summary)
+        format!("{signature}  # {}", f.summary)
     }
 }
 
@@ -118,66 +121,133 @@ pub fn description(functions: &[SdkFunction], budget: usize) -> String {
     compact_index(functions, budget)
 }
 
+/// Above the budget the index stays this small (after the intro) however many tools there are:
+/// 1,000 tool names would cost more context than the signatures of a small catalog.
+const INDEX_MAX_CHARS: usize = 2_400;
+
+/// Words of tool names that say what a tool does, not what it is about.
+const GENERIC_WORDS: &[&str] = &[
+    "get", "list", "create", "update", "delete", "remove", "add", "set", "search", "find", "read",
+    "write", "fetch", "archive", "restore", "export", "import", "count", "history", "by", "all",
+    "of", "to", "for", "the", "and", "with", "from", "new", "in", "on", "a", "an", "is",
+];
+
 fn compact_index(functions: &[SdkFunction], budget: usize) -> String {
-    let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
     for f in functions {
-        by_server
-            .entry(f.server.as_str())
-            .or_default()
-            .push(f.py_name.as_str());
+        by_server.entry(f.server.as_str()).or_default().push(f);
     }
-    let head = format!("{INTRO}\n\nTools by server ({} tools):", functions.len());
-    let mut out = head.clone();
-    let mut used = head.chars().count();
-    // Room for the omission note and the closing line, whatever happens below.
+    let budget = budget.min(INTRO.chars().count() + INDEX_MAX_CHARS);
+    names_index(&by_server, functions.len(), budget)
+        .unwrap_or_else(|| topics_index(&by_server, functions.len(), budget))
+}
+
+fn server_label(server: &str) -> String {
+    let label = truncate_words(&one_line(server), SERVER_LABEL_CHARS);
+    if label.is_empty() {
+        "(unnamed)".to_owned()
+    } else {
+        label
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Every tool name, grouped by server, when all of them fit in `budget`.
+fn names_index(
+    by_server: &BTreeMap<&str, Vec<&SdkFunction>>,
+    total: usize,
+    budget: usize,
+) -> Option<String> {
+    let mut out = format!("{INTRO}\n\nTools by server ({total} tools):");
+    for (server, fs) in by_server {
+        let names: Vec<&str> = fs.iter().map(|f| f.py_name.as_str()).collect();
+        out.push_str(&format!(
+            "\n{} ({}): {}",
+            server_label(server),
+            plural(names.len(), "tool", "tools"),
+            names.join(", ")
+        ));
+    }
+    out.push('\n');
+    out.push_str(INDEX_TAIL);
+    (out.chars().count() <= budget).then_some(out)
+}
+
+/// Per server, the words its tool names are about, most common first, with how many tools
+/// mention each: a map for `search_tools` queries, of bounded size.
+fn topics_index(
+    by_server: &BTreeMap<&str, Vec<&SdkFunction>>,
+    total: usize,
+    budget: usize,
+) -> String {
+    let mut out = format!(
+        "{INTRO}\n\n{} on {}, too many to list. Servers and the topics of their tools (tools per topic):",
+        plural(total, "tool", "tools"),
+        plural(by_server.len(), "server", "servers")
+    );
+    let mut used = out.chars().count();
     let reserve = INDEX_TAIL.chars().count()
-        + format!("\n… {} more tools not listed.\n", functions.len()).len();
+        + format!("\n… {} more servers ({total} tools) not listed.\n", by_server.len()).len();
     let available = budget.saturating_sub(reserve);
-    let mut listed = 0usize;
-    'servers: for (server, names) in &by_server {
-        let label = truncate_words(&one_line(server), SERVER_LABEL_CHARS);
-        let label = if label.is_empty() {
-            "(unnamed)".to_owned()
-        } else {
-            label
-        };
-        let header = format!(
-            "\n{label} ({} tool{}): ",
-            names.len(),
-            if names.len() == 1 { "" } else { "s" }
-        );
-        let mut line = header.clone();
-        let mut line_chars = header.chars().count();
-        for (in_line, name) in names.iter().enumerate() {
-            let piece = if in_line == 0 {
-                (*name).to_owned()
-            } else {
-                format!(", {name}")
-            };
-            if used + line_chars + piece.len() + ", …".len() > available {
-                if in_line > 0 {
-                    out.push_str(&line);
-                    out.push_str(", …");
-                }
-                break 'servers;
-            }
-            line_chars += piece.len();
-            line.push_str(&piece);
-            listed += 1;
+    let mut omitted = (0usize, 0usize);
+    for (i, (server, fs)) in by_server.iter().enumerate() {
+        let header = format!("\n{} ({})", server_label(server), plural(fs.len(), "tool", "tools"));
+        if used + header.chars().count() > available {
+            omitted = (by_server.len() - i, by_server.values().skip(i).map(Vec::len).sum());
+            break;
         }
-        used += line_chars;
+        // Later servers keep room for at least their headers.
+        let later = (by_server.len() - i - 1) * 24;
+        let room = available.saturating_sub(used + later);
+        let mut line = header;
+        for (n, (word, count)) in topics(server, fs).into_iter().enumerate() {
+            let piece = format!("{}{word} {count}", if n == 0 { ": " } else { ", " });
+            if line.chars().count() + piece.chars().count() + ", …".len() > room {
+                line.push_str(if n == 0 { ": …" } else { ", …" });
+                break;
+            }
+            line.push_str(&piece);
+        }
+        used += line.chars().count();
         out.push_str(&line);
     }
-    let omitted = functions.len() - listed;
-    if omitted > 0 {
+    if omitted.0 > 0 {
         out.push_str(&format!(
-            "\n… {omitted} more tool{} not listed.",
-            if omitted == 1 { "" } else { "s" }
+            "\n… {} ({}) not listed.",
+            plural(omitted.0, "more server", "more servers"),
+            plural(omitted.1, "tool", "tools")
         ));
     }
     out.push('\n');
     out.push_str(INDEX_TAIL);
     out
+}
+
+/// `(word, tools whose name has it)`, most common first, then alphabetical.
+fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
+    let own: BTreeSet<String> = words(server).into_iter().collect();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for f in functions {
+        let distinct: BTreeSet<String> = words(&f.tool)
+            .into_iter()
+            .filter(|w| {
+                w.len() > 1
+                    && !w.chars().all(|c| c.is_ascii_digit())
+                    && !own.contains(w)
+                    && !GENERIC_WORDS.contains(&w.as_str())
+                    && !(w.starts_with('v') && w[1..].chars().all(|c| c.is_ascii_digit()))
+            })
+            .collect();
+        for w in distinct {
+            *counts.entry(w).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked
 }
 
 const STUB_HEADER: &str = r#"# codemcp SDK: the functions available inside execute_python (generated; do not edit).

@@ -106,6 +106,12 @@ const SYNONYMS: &[&[&str]] = &[
     &["file", "files"],
     &["stock", "ticker", "share"],
     &["currency", "exchange", "fx"],
+    &["coupon", "discount", "promo", "voucher"],
+    &["shipment", "package", "parcel", "delivery", "shipping"],
+    &["track", "trace", "where"],
+    &["employee", "staff", "hr", "personnel", "worker"],
+    &["vacation", "holiday", "leave", "pto", "off"],
+    &["mute", "silence", "snooze", "quiet"],
 ];
 
 #[derive(Debug, Clone)]
@@ -250,6 +256,8 @@ impl Doc {
                 tokens(&p.wire_name, false)
                     .into_iter()
                     .chain(tokens(&p.description, true))
+                    // Enum values (`Literal['active', 'expired']`) name states a query may ask for.
+                    .chain(tokens(&p.type_hint, true))
             })
             .take(MAX_FIELD_TOKENS)
             .collect();

@@ -18,9 +18,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::render::render_text;
-use crate::exec::monty::MontyEngine;
 use crate::exec::{
-    ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver, ToolHost,
+    Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver, ToolHost,
 };
 use crate::upstream::Catalog;
 
@@ -30,7 +29,7 @@ pub const SDK_URI: &str = "codemcp://sdk.pyi";
 /// State shared by every MCP session of one gateway process.
 pub struct Shared {
     pub catalog: Catalog,
-    pub engine: MontyEngine,
+    pub engine: Box<dyn Engine>,
     pub description_budget: usize,
     /// Peers of sessions on the `initialize` lifecycle (protocol ≤ 2025-11-25),
     /// which get `notifications/tools/list_changed` pushed directly.
@@ -38,7 +37,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(catalog: Catalog, engine: MontyEngine, description_budget: usize) -> Arc<Self> {
+    pub fn new(catalog: Catalog, engine: Box<dyn Engine>, description_budget: usize) -> Arc<Self> {
         let shared = Arc::new(Self {
             catalog,
             engine,

@@ -56,6 +56,11 @@ pub fn python1() -> PathBuf {
     dep("CODEMCP_TEST_PY1", ".deps/py1/bin/python")
 }
 
+/// The `monty` worker binary for pool mode (scripts/install-monty-worker.sh).
+pub fn monty_bin() -> PathBuf {
+    dep("CODEMCP_MONTY_BIN", ".deps/monty-runtime/bin/monty")
+}
+
 /// Upstream entries for the config file.
 pub fn everything() -> Value {
     let script = node_modules().join("@modelcontextprotocol/server-everything/dist/index.js");
@@ -109,6 +114,7 @@ impl Setup {
         let command = tokio::process::Command::new(bin()).configure(|c| {
             c.arg("--config")
                 .arg(&config)
+                .env("CODEMCP_MONTY_BIN", monty_bin())
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });
@@ -254,6 +260,7 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         .arg("--config")
         .arg(setup.config())
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("CODEMCP_MONTY_BIN", monty_bin())
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(std::process::Stdio::null())

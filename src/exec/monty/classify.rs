@@ -120,7 +120,9 @@ pub fn classify(exc: &MontyException) -> Verdict {
             reason: "source nested this deeply".into(),
         },
         ExcType::TimeoutError if is_time_limit(msg) => Verdict::Limit,
-        ExcType::MemoryError if msg.starts_with("memory limit exceeded") => Verdict::Limit,
+        // In-process: "memory limit exceeded: …"; a pool worker killed by its
+        // allocator: "the worker exceeded its memory limit …".
+        ExcType::MemoryError if msg.contains("memory limit") => Verdict::Limit,
         ExcType::NotImplementedError if looks_like_monty_gap(msg) && !raised_by_user(exc) => {
             Verdict::Unsupported {
                 reason: feature_from_message(msg),

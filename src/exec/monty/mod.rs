@@ -14,10 +14,11 @@ mod driver;
 mod host;
 pub mod memory;
 mod output;
+pub mod pool;
+mod sessions;
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use monty::MontyRepl;
@@ -28,6 +29,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use self::classify::Verdict;
 use self::driver::{Ending, Finished, Job, RunLimits};
 use self::memory::SessionSlot;
+use self::sessions::{SessionTable, TableFull};
 use super::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
 
 pub const ENGINE_NAME: &str = "monty";
@@ -57,24 +59,17 @@ struct Session {
     slot: SessionSlot,
 }
 
-struct SessionEntry {
-    session: Arc<AsyncMutex<Session>>,
-    last_used: Instant,
-}
-
 pub struct MontyEngine {
     limits: MontyLimits,
-    sessions: Mutex<HashMap<SessionId, SessionEntry>>,
+    sessions: SessionTable<Session>,
 }
 
 impl MontyEngine {
     pub fn new(limits: MontyLimits) -> Self {
         memory::enable_accounting();
         warm_up();
-        Self {
-            limits,
-            sessions: Mutex::new(HashMap::new()),
-        }
+        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
+        Self { limits, sessions }
     }
 
     pub fn limits(&self) -> &MontyLimits {
@@ -104,7 +99,7 @@ impl MontyEngine {
             tool_calls: 0,
             truncated: false,
         };
-        if let Err(error) = self.check_source(&request.code) {
+        if let Err(error) = check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
             return execution;
         }
@@ -138,86 +133,22 @@ impl MontyEngine {
 
     /// Forgets a session (its MCP session ended).
     pub fn end_session(&self, session: SessionId) {
-        self.lock_sessions().remove(&session);
+        self.sessions.remove(session);
     }
 
     /// Drops sessions idle for longer than the configured time.
     pub fn expire_idle(&self) {
-        let idle = self.limits.session_idle;
-        self.lock_sessions()
-            .retain(|_, entry| entry.last_used.elapsed() < idle);
+        self.sessions.expire_idle();
     }
 
     pub fn session_count(&self) -> usize {
-        self.lock_sessions().len()
-    }
-
-    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionEntry>> {
-        // A poisoned map is still a consistent map of Arcs.
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn check_source(&self, code: &str) -> Result<(), RunError> {
-        if code.len() > self.limits.max_source_bytes {
-            return Err(RunError::new(
-                ErrorKind::Input,
-                "ValueError",
-                format!(
-                    "code is {} bytes; the limit is {} bytes (CODEMCP_MAX_SOURCE_BYTES)",
-                    code.len(),
-                    self.limits.max_source_bytes
-                ),
-            )
-            .with_hint("send a shorter snippet; keep data in session variables between calls"));
-        }
-        Ok(())
+        self.sessions.len()
     }
 
     fn session(&self, id: SessionId) -> Result<Arc<AsyncMutex<Session>>, RunError> {
-        let mut sessions = self.lock_sessions();
-        if let Some(entry) = sessions.get_mut(&id) {
-            entry.last_used = Instant::now();
-            return Ok(entry.session.clone());
-        }
-        let idle = self.limits.session_idle;
-        sessions.retain(|_, entry| entry.last_used.elapsed() < idle);
-        if sessions.len() >= self.limits.max_sessions {
-            // Evict the least recently used session that is not running.
-            let victim = sessions
-                .iter()
-                .filter(|(_, e)| Arc::strong_count(&e.session) == 1)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(id, _)| *id);
-            match victim {
-                Some(victim) => {
-                    sessions.remove(&victim);
-                }
-                None => {
-                    return Err(RunError::new(
-                        ErrorKind::Limit,
-                        "RuntimeError",
-                        format!(
-                            "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
-                            self.limits.max_sessions
-                        ),
-                    ));
-                }
-            }
-        }
-        let session = Arc::new(AsyncMutex::new(Session {
-            repl: None,
-            slot: SessionSlot::allocate(),
-        }));
-        sessions.insert(
-            id,
-            SessionEntry {
-                session: session.clone(),
-                last_used: Instant::now(),
-            },
-        );
-        Ok(session)
+        self.sessions
+            .get_or_create(id, || Session { repl: None, slot: SessionSlot::allocate() })
+            .map_err(busy)
     }
 
     fn new_repl(&self) -> MontyRepl {
@@ -320,65 +251,12 @@ impl MontyEngine {
                 return;
             }
         };
-        let Finished {
-            ending,
-            stdout,
-            truncated,
-            tool_calls,
-            session_bytes,
-            ..
-        } = *finished;
+        let Finished { ending, stdout, truncated, tool_calls, session_bytes, .. } = *finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
-        match ending {
-            Ending::Value(Value::Null) => {}
-            Ending::Value(value) => match result_size_error(&value, self.limits.max_result_bytes) {
-                None => execution.result = Some(value),
-                Some(error) => execution.error = Some(error),
-            },
-            Ending::NotJson(e) => {
-                execution.error = Some(
-                    RunError::new(
-                        ErrorKind::Python,
-                        "TypeError",
-                        format!("the result cannot be returned: {e}"),
-                    )
-                    .with_hint("return a dict, list, str or number, or print what you need"),
-                );
-            }
-            Ending::Cancelled => execution.error = Some(cancelled()),
-            Ending::Raised { exc, verdict } => {
-                let mut error = self.describe_failure(&exc, &verdict, session_bytes);
-                error.session_reset = session_reset;
-                execution.error = Some(error);
-            }
-        }
-    }
-
-    fn describe_failure(
-        &self,
-        exc: &MontyException,
-        verdict: &Verdict,
-        slot_bytes: usize,
-    ) -> RunError {
-        let exc_type = exc.exc_type().to_string();
-        let message = exc.message().unwrap_or_default().to_owned();
-        let (kind, hint) = match verdict {
-            Verdict::Genuine => (ErrorKind::Python, genuine_hint(exc)),
-            Verdict::Suspect { reason } => (
-                ErrorKind::Python,
-                Some(format!("{reason}; if so, rewrite that part")),
-            ),
-            Verdict::Unsupported { reason } => {
-                (ErrorKind::Unsupported, Some(unsupported_hint(reason)))
-            }
-            Verdict::Limit => (ErrorKind::Limit, Some(self.limit_hint(exc, slot_bytes))),
-        };
-        let mut error = RunError::new(kind, exc_type, message);
-        error.traceback = short_traceback(exc);
-        error.hint = hint;
-        error
+        let limit_hint = |exc: &MontyException| self.limit_hint(exc, session_bytes);
+        record_ending(execution, ending, self.limits.max_result_bytes, session_reset, &limit_hint);
     }
 
     fn limit_hint(&self, exc: &MontyException, slot_bytes: usize) -> String {
@@ -403,12 +281,76 @@ impl MontyEngine {
     }
 }
 
+/// Puts how a run ended into `execution`; shared by both placements.
+fn record_ending(
+    execution: &mut Execution,
+    ending: Ending,
+    max_result_bytes: usize,
+    session_reset: bool,
+    limit_hint: &dyn Fn(&MontyException) -> String,
+) {
+    match ending {
+        Ending::Value(Value::Null) => {}
+        Ending::Value(value) => match result_size_error(&value, max_result_bytes) {
+            None => execution.result = Some(value),
+            Some(error) => execution.error = Some(error),
+        },
+        Ending::NotJson(e) => {
+            execution.error = Some(
+                RunError::new(ErrorKind::Python, "TypeError", format!("the result cannot be returned: {e}"))
+                    .with_hint("return a dict, list, str or number, or print what you need"),
+            );
+        }
+        Ending::Cancelled => execution.error = Some(cancelled()),
+        Ending::Raised { exc, verdict } => {
+            let mut error = describe_failure(&exc, &verdict, limit_hint);
+            error.session_reset = session_reset;
+            execution.error = Some(error);
+        }
+    }
+}
+
+fn describe_failure(exc: &MontyException, verdict: &Verdict, limit_hint: &dyn Fn(&MontyException) -> String) -> RunError {
+    let exc_type = exc.exc_type().to_string();
+    let message = exc.message().unwrap_or_default().to_owned();
+    let (kind, hint) = match verdict {
+        Verdict::Genuine => (ErrorKind::Python, genuine_hint(exc)),
+        Verdict::Suspect { reason } => (ErrorKind::Python, Some(format!("{reason}; if so, rewrite that part"))),
+        Verdict::Unsupported { reason } => (ErrorKind::Unsupported, Some(unsupported_hint(reason))),
+        Verdict::Limit => (ErrorKind::Limit, Some(limit_hint(exc))),
+    };
+    let mut error = RunError::new(kind, exc_type, message);
+    error.traceback = short_traceback(exc);
+    error.hint = hint;
+    error
+}
+
 enum ThreadResult {
     Finished {
         finished: Box<Finished>,
         session_reset: bool,
     },
     Panicked(String),
+}
+
+fn check_source(code: &str, max_source_bytes: usize) -> Result<(), RunError> {
+    if code.len() > max_source_bytes {
+        return Err(RunError::new(
+            ErrorKind::Input,
+            "ValueError",
+            format!("code is {} bytes; the limit is {max_source_bytes} bytes (CODEMCP_MAX_SOURCE_BYTES)", code.len()),
+        )
+        .with_hint("send a shorter snippet; keep data in session variables between calls"));
+    }
+    Ok(())
+}
+
+fn busy(full: TableFull) -> RunError {
+    RunError::new(
+        ErrorKind::Limit,
+        "RuntimeError",
+        format!("all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again", full.0),
+    )
 }
 
 fn cancelled() -> RunError {

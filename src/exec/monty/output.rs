@@ -32,7 +32,7 @@ impl OutputCapture {
         (text, self.truncated)
     }
 
-    fn push(&mut self, s: &str) {
+    pub fn push_text(&mut self, s: &str) {
         if self.truncated {
             return;
         }
@@ -52,13 +52,13 @@ impl OutputCapture {
 
 impl PrintWriterCallback for OutputCapture {
     fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
-        self.push(&output);
+        self.push_text(&output);
         Ok(())
     }
 
     fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
         let mut buf = [0u8; 4];
-        self.push(end.encode_utf8(&mut buf));
+        self.push_text(end.encode_utf8(&mut buf));
         Ok(())
     }
 }
@@ -70,8 +70,8 @@ mod tests {
     #[test]
     fn output_past_the_cap_is_dropped_with_a_marker() {
         let mut out = OutputCapture::new(10);
-        out.push("hello ");
-        out.push("wörld and more");
+        out.push_text("hello ");
+        out.push_text("wörld and more");
         let (text, truncated) = out.finish();
         assert!(truncated);
         assert!(text.starts_with("hello wö"), "{text}");

@@ -1,0 +1,5 @@
+# Learn the interpreter path and search path.
+# MONTY: blocked /AttributeError/
+# DOCKER: contained /./
+import sys
+print(sys.executable, sys.path)

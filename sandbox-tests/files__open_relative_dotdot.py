@@ -1,0 +1,4 @@
+# Climb out of the working directory with ../ segments.
+# MONTY: blocked /PermissionError: .*(denied|no file system access)/
+# DOCKER: contained /root:x:0:0/
+print(open('../../../../../../etc/passwd').read())

@@ -1,0 +1,4 @@
+# Raise KeyboardInterrupt.
+# MONTY: blocked /KeyboardInterrupt/
+# DOCKER: blocked /KeyboardInterrupt/
+raise KeyboardInterrupt()

@@ -1,0 +1,9 @@
+# A 100,000-deep nested list as the result.
+# MONTY: blocked /RecursionError|ValueError|MemoryError/
+# DOCKER: blocked /RecursionError|ValueError/
+def build():
+    x = []
+    for i in range(100000):
+        x = [x]
+    return x
+build()

@@ -1,0 +1,5 @@
+# Enumerate a module with dir().
+# MONTY: blocked /NotImplementedError|NameError/
+# DOCKER: contained /./
+import os
+print(dir(os))

@@ -1,0 +1,4 @@
+# exec() of code that opens a file.
+# MONTY: blocked /PermissionError: .*(denied|no file system access)/
+# DOCKER: contained /root:x/
+exec("print(open('/etc/passwd').read())")

@@ -1,0 +1,4 @@
+# Call globals()/vars()/locals() to find hidden names.
+# MONTY: blocked /NotImplementedError|NameError/
+# DOCKER: contained /./
+print(globals())

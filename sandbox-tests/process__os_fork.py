@@ -1,0 +1,6 @@
+# Fork the interpreter.
+# MONTY: blocked /AttributeError|PermissionError/
+# DOCKER: contained /./
+import os
+pid = os.fork()
+print('forked', pid)

@@ -1,0 +1,5 @@
+# Spawn a process with os.spawnv.
+# MONTY: blocked /AttributeError|PermissionError/
+# DOCKER: contained /./
+import os
+print(os.spawnv(os.P_WAIT, '/bin/true', ['true']))

@@ -1,0 +1,4 @@
+# Huge int to str conversion.
+# MONTY: blocked /ValueError: .*digits/
+# DOCKER: blocked /ValueError/
+print(str(10**100000))

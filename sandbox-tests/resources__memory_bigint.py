@@ -1,0 +1,4 @@
+# A 10**10-bit integer.
+# MONTY: blocked /MemoryError: /
+# DOCKER: blocked /MemoryError/
+x = 2 ** (10**10)

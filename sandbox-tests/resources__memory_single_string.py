@@ -1,0 +1,4 @@
+# One 10 GB string.
+# MONTY: blocked /MemoryError: /
+# DOCKER: blocked /MemoryError/
+s = 'a' * 10**10

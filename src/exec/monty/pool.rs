@@ -1,0 +1,587 @@
+//! The Monty engine in `monty-pool` worker processes: each MCP session checks
+//! out one `monty subprocess` worker and keeps it between calls. Each worker
+//! enforces its own session's limits exactly (`max_memory` via `monty-alloc`),
+//! and a worker that crashes or overruns takes only its own session with it.
+//!
+//! Suspensions are answered by the same [`SuspensionHost`] as in-process; only
+//! the resuming differs (async messages to the worker instead of calls on a
+//! thread).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use monty_pool::{Checkout, Pool, PoolConfig, PoolError, ReplConfig, ResumeValue, TurnEvent, on_print_sync};
+use monty_types::{
+    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, ResourceLimits,
+};
+use serde_json::Value;
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::classify::{Verdict, classify};
+use super::convert::to_json;
+use super::driver::{Ending, mentions_result, uses_async};
+use super::host::{CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply};
+use super::output::OutputCapture;
+use super::sessions::SessionTable;
+use super::{MontyLimits, busy, cancelled, record_ending};
+use crate::exec::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
+
+pub const ENGINE_NAME: &str = "monty-pool";
+
+/// Where `pip install pydantic-monty-runtime` puts the worker binary by default.
+pub const INSTALL_HINT: &str = "python3 -m venv ~/.local/share/codemcp/monty-runtime && \
+     ~/.local/share/codemcp/monty-runtime/bin/pip install pydantic-monty-runtime==1.4.0 \
+     (or: cargo install monty-runtime --version 1.4.0 --ignore-rust-version; or set CODEMCP_MONTY_BIN)";
+
+/// Extra time the parent allows past the sandbox's own limits before killing a worker.
+const BACKSTOP: Duration = Duration::from_secs(5);
+/// Workers are recycled after this many sessions, bounding any slow leak.
+const CHECKOUTS_PER_WORKER: u32 = 50;
+/// How long a new session waits for a free worker before "busy".
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolStartError {
+    #[error("pool mode needs the `monty` worker binary and none was found (looked at {looked}); install it: {INSTALL_HINT}")]
+    NoBinary { looked: String },
+    #[error("the Monty worker binary {path} does not run: {message}; reinstall it: {INSTALL_HINT}")]
+    BadBinary { path: String, message: String },
+}
+
+/// Finds the worker: `CODEMCP_MONTY_BIN`, then `monty` on `PATH`, then the
+/// default install location.
+pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStartError> {
+    if let Some(path) = configured {
+        return Ok(path.to_owned());
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|dir| dir.join("monty")).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".local/share/codemcp/monty-runtime/bin/monty"));
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| PoolStartError::NoBinary { looked: "CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin".into() })
+}
+
+/// One session's worker, kept between calls; `None` after it was lost.
+struct PoolSession {
+    checkout: Option<Checkout>,
+}
+
+pub struct PoolEngine {
+    limits: MontyLimits,
+    pool: Pool,
+    binary: PathBuf,
+    sessions: SessionTable<PoolSession>,
+}
+
+impl PoolEngine {
+    pub async fn start(limits: MontyLimits, binary: PathBuf, max_workers: usize) -> Result<Self, PoolStartError> {
+        let mut config = PoolConfig::subprocess(binary.clone());
+        config.min_processes = 1;
+        config.max_processes = max_workers.max(1);
+        config.checkout_timeout = Some(CHECKOUT_TIMEOUT);
+        config.request_timeout = Some(limits.exec_timeout + BACKSTOP);
+        config.max_checkouts_per_worker = Some(CHECKOUTS_PER_WORKER);
+        let pool = Pool::new(config).await.map_err(|e| PoolStartError::BadBinary {
+            path: binary.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
+        Ok(Self { limits, pool, binary, sessions })
+    }
+
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    pub fn idle_workers(&self) -> usize {
+        self.pool.idle_workers()
+    }
+
+    pub fn end_session(&self, session: SessionId) {
+        self.sessions.remove(session);
+    }
+
+    pub fn expire_idle(&self) {
+        self.sessions.expire_idle();
+    }
+
+    fn repl_config(&self) -> ReplConfig {
+        let limits = ResourceLimits::default()
+            .max_memory(self.limits.memory_limit)
+            .max_recursion_depth(self.limits.max_recursion_depth)
+            .max_feed_duration(self.limits.exec_timeout)
+            .max_turn_duration(self.limits.exec_timeout)
+            .max_suspensions(usize::MAX);
+        ReplConfig { limits: Some(limits), print_flush_interval: Some(Duration::from_millis(50)), ..ReplConfig::default() }
+    }
+
+    pub async fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> Execution {
+        let started = Instant::now();
+        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| t.min(self.limits.exec_timeout));
+        let deadline = started + wall;
+        let mut execution = Execution {
+            stdout: String::new(),
+            result: None,
+            error: None,
+            engine: ENGINE_NAME,
+            escalated: None,
+            elapsed_ms: 0,
+            tool_calls: 0,
+            truncated: false,
+        };
+        if let Err(error) = super::check_source(&request.code, self.limits.max_source_bytes) {
+            execution.error = Some(error);
+            return execution;
+        }
+        let state = match self.sessions.get_or_create(session, || PoolSession { checkout: None }) {
+            Ok(state) => state,
+            Err(full) => {
+                execution.error = Some(busy(full));
+                return execution;
+            }
+        };
+        let mut guard = match lock_until(&state, deadline, &control).await {
+            Ok(guard) => guard,
+            Err(error) => {
+                execution.error = Some(error);
+                return execution;
+            }
+        };
+        if guard.checkout.is_none() {
+            match self.new_checkout().await {
+                Ok(checkout) => guard.checkout = Some(checkout),
+                Err(error) => {
+                    execution.error = Some(error);
+                    return execution;
+                }
+            }
+        }
+        let Some(checkout) = guard.checkout.as_mut() else { return execution };
+        let mut run = PoolRun::new(&self.limits, tools.sdk(), tools, control, deadline, &request.code);
+        let ending = run.drive(checkout, &request.code).await;
+        let lost = run.lost || checkout.worker_id().is_none();
+        if lost {
+            guard.checkout = None;
+        }
+        let (stdout, truncated) = run.take_output();
+        execution.stdout = stdout;
+        execution.truncated = truncated;
+        execution.tool_calls = run.host.tool_calls;
+        let budget = self.limits.memory_limit;
+        let limit_hint = move |exc: &MontyException| limit_hint(exc, budget);
+        record_ending(&mut execution, ending, self.limits.max_result_bytes, lost, &limit_hint);
+        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        execution
+    }
+
+    async fn new_checkout(&self) -> Result<Checkout, RunError> {
+        let mut checkout = self.pool.checkout(&self.repl_config()).await.map_err(|e| match e {
+            PoolError::Exhausted => RunError::new(
+                ErrorKind::Limit,
+                "RuntimeError",
+                format!(
+                    "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
+                    self.pool_size()
+                ),
+            ),
+            other => RunError::new(ErrorKind::Internal, "SystemError", format!("cannot start a Monty worker: {other}")),
+        })?;
+        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
+        let mut quiet = on_print_sync(|_, _| {});
+        match checkout.feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet).await {
+            Ok(TurnEvent::Complete(_)) => Ok(checkout),
+            other => Err(RunError::new(ErrorKind::Internal, "SystemError", format!("a new Monty worker failed: {other:?}"))),
+        }
+    }
+
+    fn pool_size(&self) -> usize {
+        self.pool.idle_workers().max(1)
+    }
+}
+
+fn limit_hint(exc: &MontyException, budget: usize) -> String {
+    let reset = "this session's variables were discarded";
+    if exc.exc_type() == ExcType::MemoryError {
+        format!("{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once", budget >> 20)
+    } else {
+        format!("{reset}; do less work per call (smaller batches, fewer iterations)")
+    }
+}
+
+async fn lock_until<'a>(
+    state: &'a Arc<AsyncMutex<PoolSession>>,
+    deadline: Instant,
+    control: &RunControl,
+) -> Result<tokio::sync::MutexGuard<'a, PoolSession>, RunError> {
+    tokio::select! {
+        guard = state.lock() => Ok(guard),
+        () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(ErrorKind::Limit, "TimeoutError",
+            "timed out waiting for this session's previous run to finish")),
+        () = control.cancel.cancelled() => Err(cancelled()),
+    }
+}
+
+type CallResult = Result<MontyObject, MontyException>;
+
+/// One run on one worker.
+struct PoolRun {
+    host: SuspensionHost,
+    tools: Arc<dyn ToolHost>,
+    control: RunControl,
+    deadline: Instant,
+    async_mode: bool,
+    out: Arc<Mutex<OutputCapture>>,
+    inflight: FuturesUnordered<BoxFuture<'static, (u32, CallResult)>>,
+    early: HashMap<u32, CallResult>,
+    completed_calls: u32,
+    /// The verdict of an error the host itself raised in the sandbox.
+    host_verdict: Option<(String, Verdict)>,
+    /// The worker was killed or died: the session's state is gone.
+    lost: bool,
+}
+
+/// Why the run stopped waiting.
+enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+impl PoolRun {
+    fn new(
+        limits: &MontyLimits,
+        sdk: Arc<crate::sdk::Sdk>,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+        deadline: Instant,
+        code: &str,
+    ) -> Self {
+        Self {
+            host: SuspensionHost::new(sdk, limits.max_tool_calls, limits.max_sleep_total),
+            tools,
+            control,
+            deadline,
+            async_mode: uses_async(code),
+            out: Arc::new(Mutex::new(OutputCapture::new(limits.max_output_bytes))),
+            inflight: FuturesUnordered::new(),
+            early: HashMap::new(),
+            completed_calls: 0,
+            host_verdict: None,
+            lost: false,
+        }
+    }
+
+    fn take_output(&self) -> (String, bool) {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::replace(&mut *out, OutputCapture::new(0)).finish()
+    }
+
+    fn printer(&self) -> impl FnMut(monty_types::PrintStream, &str) -> monty_pool::PrintFuture + Send + use<> {
+        let out = self.out.clone();
+        on_print_sync(move |_, text| out.lock().unwrap_or_else(PoisonError::into_inner).push_text(text))
+    }
+
+    async fn drive(&mut self, checkout: &mut Checkout, code: &str) -> Ending {
+        let mut print = self.printer();
+        let first = self.turn(checkout.feed(code.to_owned(), vec![], vec![], true, &mut print)).await;
+        let ending = self.answer_until_done(checkout, first).await;
+        match ending {
+            Ending::Value(Value::Null) if !self.lost && mentions_result(code) => {
+                let mut print = self.printer();
+                match self.turn(checkout.feed("result", vec![], vec![], true, &mut print)).await {
+                    Ok(TurnEvent::Complete(value)) => completed(&value),
+                    Ok(TurnEvent::NameLookup { .. }) => {
+                        let answer = self.turn(checkout.resume_name_lookup(NameLookupResult::Undefined, &mut print)).await;
+                        match answer {
+                            Ok(TurnEvent::Complete(value)) => completed(&value),
+                            _ => Ending::Value(Value::Null),
+                        }
+                    }
+                    _ => Ending::Value(Value::Null),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// One worker turn, bounded by the run's deadline and cancellation. Giving up
+    /// mid-turn leaves the worker in an unknown state, so it is discarded.
+    async fn turn(&mut self, fut: impl Future<Output = Result<TurnEvent, PoolError>>) -> Result<TurnEvent, PoolError> {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        tokio::select! {
+            result = fut => result,
+            () = tokio::time::sleep(remaining + Duration::from_millis(500)) => {
+                self.lost = true;
+                Err(PoolError::Timeout { timeout: remaining })
+            }
+            () = self.control.cancel.cancelled() => {
+                self.lost = true;
+                Err(PoolError::Protocol("cancelled by the client".into()))
+            }
+        }
+    }
+
+    async fn answer_until_done(&mut self, checkout: &mut Checkout, first: Result<TurnEvent, PoolError>) -> Ending {
+        let mut event = first;
+        loop {
+            let turn = match event {
+                Ok(TurnEvent::Complete(value)) => return completed(&value),
+                Ok(turn) => turn,
+                Err(e) => return self.failed(e),
+            };
+            if self.control.cancel.is_cancelled() {
+                self.lost = true;
+                return Ending::Cancelled;
+            }
+            let mut print = self.printer();
+            event = match turn {
+                TurnEvent::FunctionCall { function_name, args, call_id, object_id, allow_eager_await, .. } => {
+                    match self.host.on_call(&function_name, &args, object_id.is_some()) {
+                        CallDecision::Reply(reply) => self.turn(checkout.resume(resume_value(reply), &mut print)).await,
+                        CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
+                        CallDecision::CallTool(tool) => {
+                            let call = self.call_tool(call_id, tool);
+                            if allow_eager_await {
+                                match self.wait_for(call_id, call).await {
+                                    Ok(reply) => {
+                                        self.turn(checkout.resume_futures(vec![(call_id, answer(reply))], &mut print)).await
+                                    }
+                                    Err(stop) => return self.stopped(stop),
+                                }
+                            } else if self.async_mode {
+                                self.inflight.push(call);
+                                self.turn(checkout.resume(ResumeValue::Future, &mut print)).await
+                            } else {
+                                match self.wait_for(call_id, call).await {
+                                    Ok(reply) => self.turn(checkout.resume(answer(reply), &mut print)).await,
+                                    Err(stop) => return self.stopped(stop),
+                                }
+                            }
+                        }
+                    }
+                }
+                TurnEvent::NameLookup { name, object_id, .. } => {
+                    let answer = if object_id.is_some() {
+                        Ok(NameLookupResult::Undefined)
+                    } else {
+                        self.host.on_lookup(&name)
+                    };
+                    let answer = match answer {
+                        Ok(answer) => answer,
+                        Err((verdict, exc)) => {
+                            self.remember(&exc, verdict);
+                            NameLookupResult::Error(exc)
+                        }
+                    };
+                    self.turn(checkout.resume_name_lookup(answer, &mut print)).await
+                }
+                TurnEvent::OsCall { function_name, args, call_id, allow_eager_await, system_sleep, .. } => {
+                    let request = match system_sleep {
+                        Some(duration) => OsRequest::Sleep { duration, awaitable: function_name.contains("async") },
+                        None if function_name == monty_types::IMPORT_CALL => {
+                            OsRequest::Import(args.arg(0).and_then(|a| a.as_str().map(str::to_owned)).unwrap_or_default())
+                        }
+                        None if function_name.starts_with("os.getenv") || function_name.starts_with("os.environ") => {
+                            OsRequest::Environment
+                        }
+                        None => OsRequest::Other(function_name.clone()),
+                    };
+                    let awaitable = matches!(request, OsRequest::Sleep { awaitable: true, .. });
+                    match self.host.on_os_call(request) {
+                        OsDecision::Reply(reply) => self.turn(checkout.resume(resume_value(reply), &mut print)).await,
+                        OsDecision::Abort(verdict, exc) => {
+                            if matches!(verdict, Verdict::Limit) {
+                                return self.abort(verdict, exc);
+                            }
+                            // Unsupported imports: raise in the sandbox, keep the session.
+                            self.remember(&exc, verdict);
+                            self.turn(checkout.resume(ResumeValue::Error(exc), &mut print)).await
+                        }
+                        OsDecision::Sleep(d) if awaitable && !allow_eager_await => {
+                            self.inflight.push(async move {
+                                tokio::time::sleep(d).await;
+                                (call_id, Ok(MontyObject::none()))
+                            }
+                            .boxed());
+                            self.turn(checkout.resume(ResumeValue::Future, &mut print)).await
+                        }
+                        OsDecision::Sleep(d) => {
+                            if let Err(stop) = self.sleep(d).await {
+                                return self.stopped(stop);
+                            }
+                            let none = ResumeValue::Return(MontyObject::none());
+                            if awaitable {
+                                self.turn(checkout.resume_futures(vec![(call_id, none)], &mut print)).await
+                            } else {
+                                self.turn(checkout.resume(none, &mut print)).await
+                            }
+                        }
+                    }
+                }
+                TurnEvent::ResolveFutures { pending_call_ids, .. } => match self.wait_any(&pending_call_ids).await {
+                    Ok(results) => {
+                        let results = results.into_iter().map(|(id, r)| (id, answer(r))).collect();
+                        self.turn(checkout.resume_futures(results, &mut print)).await
+                    }
+                    Err(stop) => return self.stopped(stop),
+                },
+                TurnEvent::Complete(value) => return completed(&value),
+            };
+        }
+    }
+
+    fn call_tool(&self, call_id: u32, tool: ToolCall) -> BoxFuture<'static, (u32, CallResult)> {
+        let fut = self.tools.call_tool(&tool.server, &tool.tool, tool.args);
+        let unwrap = tool.unwrap_result;
+        async move { (call_id, tool_reply(fut.await, unwrap)) }.boxed()
+    }
+
+    fn count_completed(&mut self) {
+        self.completed_calls += 1;
+        if let Some(observer) = &self.control.on_tool_call {
+            observer(self.completed_calls);
+        }
+    }
+
+    async fn wait_for(&mut self, call_id: u32, call: BoxFuture<'static, (u32, CallResult)>) -> Result<CallResult, Stop> {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        let result = tokio::select! {
+            (_, result) = call => result,
+            () = tokio::time::sleep(remaining) => return Err(Stop::Deadline),
+            () = self.control.cancel.cancelled() => return Err(Stop::Cancelled),
+        };
+        self.count_completed();
+        let _ = call_id;
+        Ok(result)
+    }
+
+    async fn wait_any(&mut self, pending: &[u32]) -> Result<Vec<(u32, CallResult)>, Stop> {
+        loop {
+            let ready: Vec<(u32, CallResult)> =
+                pending.iter().filter_map(|id| self.early.remove(id).map(|r| (*id, r))).collect();
+            if !ready.is_empty() {
+                return Ok(ready);
+            }
+            let remaining = self.deadline.saturating_duration_since(Instant::now());
+            let next = tokio::select! {
+                next = self.inflight.next() => next,
+                () = tokio::time::sleep(remaining) => return Err(Stop::Deadline),
+                () = self.control.cancel.cancelled() => return Err(Stop::Cancelled),
+            };
+            let Some((id, result)) = next else { return Err(Stop::Deadline) };
+            self.count_completed();
+            self.early.insert(id, result);
+            while let Some(Some((id, result))) = self.inflight.next().now_or_never() {
+                self.count_completed();
+                self.early.insert(id, result);
+            }
+        }
+    }
+
+    async fn sleep(&mut self, d: Duration) -> Result<(), Stop> {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        if d > remaining {
+            tokio::time::sleep(remaining).await;
+            return Err(Stop::Deadline);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(d) => Ok(()),
+            () = self.control.cancel.cancelled() => Err(Stop::Cancelled),
+        }
+    }
+
+    fn remember(&mut self, exc: &MontyException, verdict: Verdict) {
+        self.host_verdict = Some((exc.message().unwrap_or_default().to_owned(), verdict));
+    }
+
+    /// An uncatchable stop: the worker cannot be told to abort, so it is discarded.
+    fn abort(&mut self, verdict: Verdict, exc: MontyException) -> Ending {
+        self.lost = true;
+        Ending::Raised { exc, verdict }
+    }
+
+    fn stopped(&mut self, stop: Stop) -> Ending {
+        self.lost = true;
+        match stop {
+            Stop::Deadline => Ending::Raised {
+                exc: exception(ExcType::TimeoutError, "run time limit exceeded (CODEMCP_EXEC_TIMEOUT_MS or the call's timeout_ms)"),
+                verdict: Verdict::Limit,
+            },
+            Stop::Cancelled => Ending::Cancelled,
+        }
+    }
+
+    fn failed(&mut self, error: PoolError) -> Ending {
+        match error {
+            PoolError::Runtime(exc) => {
+                let verdict = match &self.host_verdict {
+                    Some((message, verdict)) if exc.message() == Some(message.as_str()) => verdict.clone(),
+                    _ => classify(&exc),
+                };
+                if matches!(verdict, Verdict::Limit) {
+                    self.lost = true;
+                }
+                Ending::Raised { exc, verdict }
+            }
+            PoolError::Timeout { .. } => {
+                self.lost = true;
+                if self.control.cancel.is_cancelled() {
+                    return Ending::Cancelled;
+                }
+                Ending::Raised {
+                    exc: exception(ExcType::TimeoutError, "run time limit exceeded; the sandbox process was stopped"),
+                    verdict: Verdict::Limit,
+                }
+            }
+            PoolError::Protocol(_) if self.control.cancel.is_cancelled() => {
+                self.lost = true;
+                Ending::Cancelled
+            }
+            other => {
+                self.lost = true;
+                tracing::warn!(target: "codemcp::exec", error = %other, "Monty worker lost");
+                Ending::Raised {
+                    exc: exception(
+                        ExcType::RuntimeError,
+                        format!("the sandbox process crashed; this session's state was lost ({other})"),
+                    ),
+                    verdict: Verdict::Limit,
+                }
+            }
+        }
+    }
+}
+
+fn completed(value: &MontyObject) -> Ending {
+    match to_json(value) {
+        Ok(json) => Ending::Value(json),
+        Err(e) => Ending::NotJson(e),
+    }
+}
+
+fn answer(reply: CallResult) -> ResumeValue {
+    match reply {
+        Ok(v) => ResumeValue::Return(v),
+        Err(e) => ResumeValue::Error(e),
+    }
+}
+
+fn resume_value(reply: ExtFunctionResult) -> ResumeValue {
+    match reply {
+        ExtFunctionResult::Return(v) => ResumeValue::Return(v),
+        ExtFunctionResult::Error(e) => ResumeValue::Error(e),
+        ExtFunctionResult::Future(_) => ResumeValue::Future,
+        ExtFunctionResult::NotFound(_) => ResumeValue::NotFound,
+    }
+}

@@ -1,0 +1,917 @@
+//! The escape corpus: every `sandbox-tests/<class>__<case>.py` runs through the
+//! real `execute_python` path of the real `codemcp` binary, once per isolation
+//! mode, and must end with the verdict its header gives for that mode
+//! (`sandbox-tests/README.md` defines the format). Adding a case is adding a file.
+//!
+//! Besides each verdict, after every case: no planted secret appears anywhere in
+//! the responses, nothing outside the filesystem server's root changed, the
+//! loopback decoy saw no traffic, the gateway answers `1 + 1` within 1 s and its
+//! resident memory is back under `RSS_BOUND`.
+//!
+//! Single-session cases share one stdio gateway per mode (the process is the
+//! session); cases with several sessions run on one `serve --http` gateway, each
+//! session label a fresh MCP session. A gateway that dies is recorded as a
+//! failure of the case that killed it and started again.
+//!
+//! `CODEMCP_CORPUS_FILTER=text` runs only the cases whose name contains `text`;
+//! `CODEMCP_CORPUS_VERBOSE=1` prints every outcome.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use support::{HttpGateway, Ran, unpack};
+
+/// An isolation mode the corpus runs under.
+struct Mode {
+    name: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    /// Why the mode cannot run in this build; `None` when it can.
+    unavailable: Option<&'static str>,
+}
+
+/// The later CPython/Docker issue turns DOCKER on by clearing `unavailable`
+/// (or replacing it with a probe for a Docker engine).
+const MODES: &[Mode] = &[
+    Mode {
+        name: "MONTY",
+        env: &[("CODEMCP_ISOLATION", "MONTY")],
+        unavailable: None,
+    },
+    Mode {
+        name: "DOCKER",
+        env: &[("CODEMCP_ISOLATION", "DOCKER")],
+        unavailable: Some(
+            "codemcp has no DOCKER engine yet; the DOCKER verdicts in the headers are parsed \
+             and checked for syntax only",
+        ),
+    },
+];
+
+const CLASSES: &[&str] = &[
+    "files",
+    "env",
+    "network",
+    "process",
+    "introspection",
+    "resources",
+    "cross_session",
+    "host",
+];
+
+/// Limits of the corpus gateways: the defaults, with the slow ones shortened so
+/// the corpus stays quick (time, sleep, tool-call and source limits).
+const LIMITS: &[(&str, &str)] = &[
+    ("CODEMCP_EXEC_TIMEOUT_MS", "3000"),
+    ("CODEMCP_MAX_SLEEP_MS", "1000"),
+    ("CODEMCP_MAX_TOOL_CALLS", "200"),
+    ("CODEMCP_MAX_SOURCE_BYTES", "32768"),
+];
+
+/// Planted secrets: none may ever appear in a response.
+const ENV_SECRET: &str = "corpus-env-sentinel-7f3a61";
+const CONFIG_SECRET: &str = "corpus-config-sentinel-91bc42";
+const FILE_SECRET: &str = "corpus-file-sentinel-c04d93";
+/// Set by session A of the cross-session cases; no other session may see it.
+const SESSION_SECRET: &str = "corpus-session-a-private";
+
+/// The gateway's resident memory after any case (the Monty budget is 256 MiB).
+const RSS_BOUND: u64 = 400 << 20;
+/// A trivial call after each case must be answered within this.
+const LIVENESS: Duration = Duration::from_secs(1);
+/// Client-side bound on any one call (the gateway's own wall limit is 3 s).
+const CALL_BOUND: Duration = Duration::from_secs(30);
+
+// ------------------------------------------------------------------ the cases
+
+#[derive(Debug, Clone)]
+enum Verdict {
+    /// The final step ends in an error whose `"Type: message"` matches.
+    Blocked { kind: Option<String>, pattern: Pattern },
+    /// The final step succeeds and its stdout matches.
+    Contained { pattern: Pattern },
+}
+
+#[derive(Debug)]
+struct Step {
+    session: String,
+    /// Intermediate steps must succeed unless marked `(error)`.
+    expect_error: bool,
+    code: String,
+}
+
+#[derive(Debug)]
+struct Case {
+    name: String,
+    class: String,
+    /// Any one of a mode's verdicts is acceptable.
+    verdicts: BTreeMap<String, Vec<Verdict>>,
+    steps: Vec<Step>,
+}
+
+impl Case {
+    fn sessions(&self) -> usize {
+        let mut labels: Vec<&str> = self.steps.iter().map(|s| s.session.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        labels.len()
+    }
+}
+
+fn corpus_dir() -> PathBuf {
+    support::repo().join("sandbox-tests")
+}
+
+fn load_corpus() -> Vec<Case> {
+    let mut cases = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .expect("sandbox-tests/ exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let text = std::fs::read_to_string(&path).expect("read case");
+        cases.push(parse_case(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+    }
+    cases
+}
+
+fn parse_case(path: &Path, text: &str) -> Result<Case, String> {
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("bad file name")?
+        .to_owned();
+    let (class, rest) = name
+        .split_once("__")
+        .ok_or("the name must be <class>__<case>.py")?;
+    if !CLASSES.contains(&class) || rest.is_empty() {
+        return Err(format!("unknown class '{class}' (known: {CLASSES:?})"));
+    }
+    let class = class.to_owned();
+    let mut verdicts: BTreeMap<String, Vec<Verdict>> = BTreeMap::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.peek() {
+        let Some(comment) = line.strip_prefix('#') else { break };
+        if comment.starts_with(" ---") {
+            break;
+        }
+        if let Some((key, value)) = comment.trim().split_once(": ")
+            && key.chars().all(|c| c.is_ascii_uppercase())
+            && !key.is_empty()
+        {
+            verdicts
+                .entry(key.to_owned())
+                .or_default()
+                .push(parse_verdict(value.trim())?);
+        }
+        lines.next();
+    }
+    for mode in MODES {
+        if !verdicts.contains_key(mode.name) {
+            return Err(format!("no '# {}: ...' verdict in the header", mode.name));
+        }
+    }
+    if let Some(unknown) = verdicts.keys().find(|k| !MODES.iter().any(|m| m.name == *k)) {
+        return Err(format!("verdict for unknown mode {unknown}"));
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    let mut current = Step {
+        session: "A".into(),
+        expect_error: false,
+        code: String::new(),
+    };
+    for line in lines {
+        if let Some(marker) = line.strip_prefix("# --- session ") {
+            if !current.code.trim().is_empty() {
+                steps.push(current);
+            }
+            let (label, flag) = marker.split_once(' ').unwrap_or((marker, ""));
+            current = Step {
+                session: label.to_owned(),
+                expect_error: match flag.trim() {
+                    "" => false,
+                    "(error)" => true,
+                    other => return Err(format!("unknown step flag {other}")),
+                },
+                code: String::new(),
+            };
+        } else {
+            current.code.push_str(line);
+            current.code.push('\n');
+        }
+    }
+    if current.code.trim().is_empty() {
+        return Err("no code".into());
+    }
+    steps.push(current);
+    Ok(Case {
+        name,
+        class,
+        verdicts,
+        steps,
+    })
+}
+
+fn parse_verdict(text: &str) -> Result<Verdict, String> {
+    let (word, rest) = text.split_once(' ').ok_or("expected 'blocked' or 'contained'")?;
+    let (kind, rest) = match rest.split_once(' ') {
+        Some((k, r)) if !k.starts_with('/') => (Some(k.to_owned()), r),
+        _ => (None, rest),
+    };
+    let body = rest
+        .strip_prefix('/')
+        .and_then(|r| r.strip_suffix('/'))
+        .ok_or_else(|| format!("pattern must be /.../: {rest}"))?;
+    let pattern = Pattern::new(body)?;
+    match (word, kind) {
+        ("blocked", kind) => Ok(Verdict::Blocked { kind, pattern }),
+        ("contained", None) => Ok(Verdict::Contained { pattern }),
+        _ => Err(format!("bad verdict: {text}")),
+    }
+}
+
+// ------------------------------------------------------------------ fixtures
+
+/// Files and listeners the cases aim at.
+struct Fixture {
+    dir: tempfile::TempDir,
+    decoy_port: u16,
+    decoy_hits: Arc<AtomicUsize>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&root).expect("mkdir root");
+        std::fs::create_dir_all(&outside).expect("mkdir outside");
+        std::fs::write(outside.join("secret.txt"), FILE_SECRET).expect("write secret");
+        std::fs::write(root.join("in.txt"), "corpus-inside\n").expect("write in.txt");
+        std::os::unix::fs::symlink("../outside/secret.txt", root.join("link")).expect("symlink");
+
+        // A loopback TCP listener and a UDP socket on the same port: any byte or
+        // connection that reaches them is an escape.
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind decoy");
+        let decoy_port = listener.local_addr().expect("addr").port();
+        let decoy_hits = Arc::new(AtomicUsize::new(0));
+        let hits = decoy_hits.clone();
+        std::thread::spawn(move || {
+            for _ in listener.incoming() {
+                hits.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        if let Ok(udp) = UdpSocket::bind(("127.0.0.1", decoy_port)) {
+            let hits = decoy_hits.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64];
+                while udp.recv(&mut buf).is_ok() {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+        Self {
+            dir,
+            decoy_port,
+            decoy_hits,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside")
+    }
+
+    fn servers(&self) -> Value {
+        let mut fs = support::filesystem(&self.root());
+        fs["env"] = json!({"CORPUS_CONFIG_SECRET": CONFIG_SECRET});
+        json!({"fs": fs, "odd": support::odd(json!({}))})
+    }
+
+    /// What must hold after every case: the planted files as they were and no
+    /// traffic at the decoy.
+    fn untouched(&self) -> Result<(), String> {
+        let list = |dir: PathBuf| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        let outside = list(self.outside());
+        let root = list(self.root());
+        let secret = std::fs::read_to_string(self.outside().join("secret.txt")).unwrap_or_default();
+        let inside = std::fs::read_to_string(self.root().join("in.txt")).unwrap_or_default();
+        if outside != ["secret.txt"] || secret != FILE_SECRET {
+            return Err(format!("the directory outside the root changed: {outside:?}"));
+        }
+        if root != ["in.txt", "link"] || inside != "corpus-inside\n" {
+            return Err(format!("the tool root changed: {root:?}"));
+        }
+        let hits = self.decoy_hits.load(Ordering::SeqCst);
+        if hits > 0 {
+            return Err(format!("the loopback decoy on port {} saw {hits} connection(s)/datagram(s)", self.decoy_port));
+        }
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------ gateways
+
+type Session = RunningService<RoleClient, ()>;
+
+fn gateway_env(mode: &Mode) -> Vec<(&'static str, &'static str)> {
+    let mut env: Vec<(&str, &str)> = LIMITS.to_vec();
+    env.extend_from_slice(mode.env);
+    env.push(("CODEMCP_CORPUS_SECRET", ENV_SECRET));
+    env
+}
+
+/// A stdio gateway: one process, one session.
+struct StdioGateway {
+    session: Session,
+    pid: u32,
+    config: PathBuf,
+    _setup: support::Setup,
+}
+
+impl StdioGateway {
+    async fn start(fixture: &Fixture, mode: &Mode) -> Self {
+        let setup = support::Setup::new(fixture.servers());
+        let config = setup.config();
+        let mut command = tokio::process::Command::new(support::bin());
+        command
+            .arg("--config")
+            .arg(&config)
+            .envs(gateway_env(mode))
+            .env("CODEMCP_LOG", "error");
+        let (transport, _) = TokioChildProcess::builder(command)
+            .spawn()
+            .expect("spawn codemcp");
+        let pid = transport.id().expect("gateway pid");
+        let session = tokio::time::timeout(Duration::from_secs(60), ().serve(transport))
+            .await
+            .expect("stdio handshake within 60 s")
+            .expect("MCP handshake with codemcp");
+        Self {
+            session,
+            pid,
+            config,
+            _setup: setup,
+        }
+    }
+}
+
+/// A `serve --http` gateway plus a session that only answers liveness probes.
+struct HttpGw {
+    gateway: HttpGateway,
+    probe: Session,
+    pid: u32,
+}
+
+impl HttpGw {
+    async fn start(fixture: &Fixture, mode: &Mode) -> Self {
+        let gateway = support::start_http(fixture.servers(), &gateway_env(mode)).await;
+        let pid = gateway.child.id().expect("gateway pid");
+        let probe = connect_http(&gateway.url).await.expect("probe session");
+        Self { gateway, probe, pid }
+    }
+
+    fn port(&self) -> u16 {
+        self.gateway
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .expect("port in the gateway URL")
+    }
+}
+
+async fn connect_http(url: &str) -> Result<Session, String> {
+    support::init_tls();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+    );
+    tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
+        .await
+        .map_err(|_| "HTTP handshake took over 30 s".to_owned())?
+        .map_err(|e| format!("HTTP handshake failed: {e}"))
+}
+
+/// Runs `code`; `Err` is a transport failure or a hang, never a Python error.
+async fn exec(session: &Session, code: &str, bound: Duration) -> Result<Ran, String> {
+    let args = json!({"code": code}).as_object().cloned().unwrap_or_default();
+    let call = session.call_tool(CallToolRequestParams::new("execute_python").with_arguments(args));
+    match tokio::time::timeout(bound, call).await {
+        Ok(Ok(result)) => Ok(unpack(result)),
+        Ok(Err(e)) => Err(format!("tools/call failed: {e}")),
+        Err(_) => Err(format!("no answer within {bound:?}")),
+    }
+}
+
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The host checks after a case: alive, quick, and back to a bounded size.
+async fn host_check(session: &Session, pid: u32) -> Result<u64, String> {
+    let started = Instant::now();
+    let ran = exec(session, "1 + 1", LIVENESS).await?;
+    if ran.result() != &json!(2) {
+        return Err(format!("the trivial call answered {}", ran.text));
+    }
+    let took = started.elapsed();
+    if took > LIVENESS {
+        return Err(format!("the trivial call took {took:?}"));
+    }
+    // Freed memory may take a moment to go back to the OS.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let rss = rss_bytes(pid).ok_or("the gateway process is gone")?;
+        if rss <= RSS_BOUND {
+            return Ok(rss);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("gateway RSS {} MiB > {} MiB", rss >> 20, RSS_BOUND >> 20));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ------------------------------------------------------------------ one run
+
+struct Outcome {
+    case: String,
+    class: String,
+    mode: &'static str,
+    /// `None`: passed; `Some`: why it failed.
+    failure: Option<String>,
+    skipped: Option<&'static str>,
+    summary: String,
+    elapsed: Duration,
+}
+
+fn check_verdict(verdicts: &[Verdict], ran: &Ran) -> Result<(), String> {
+    let error = &ran.structured["error"];
+    let got = if ran.is_error {
+        format!(
+            "blocked {}: {} (kind {})",
+            error["type"].as_str().unwrap_or("?"),
+            error["message"].as_str().unwrap_or("?"),
+            error["kind"].as_str().unwrap_or("?")
+        )
+    } else {
+        format!("contained, stdout {:?}", clip(ran.stdout(), 300))
+    };
+    let ok = verdicts.iter().any(|v| match v {
+        Verdict::Blocked { kind, pattern } => {
+            ran.is_error
+                && kind.as_deref().is_none_or(|k| error["kind"] == k)
+                && pattern.is_match(&format!(
+                    "{}: {}",
+                    error["type"].as_str().unwrap_or_default(),
+                    error["message"].as_str().unwrap_or_default()
+                ))
+        }
+        Verdict::Contained { pattern } => !ran.is_error && pattern.is_match(ran.stdout()),
+    });
+    if ok { Ok(()) } else { Err(format!("got {got}; full text: {}", clip(&ran.text, 600))) }
+}
+
+fn leaks(text: &str, step_session: &str) -> Option<&'static str> {
+    let mut secrets = vec![ENV_SECRET, CONFIG_SECRET, FILE_SECRET];
+    if step_session != "A" {
+        secrets.push(SESSION_SECRET);
+    }
+    secrets.into_iter().find(|s| text.contains(s))
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_owned();
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &s[..end], s.len())
+}
+
+struct Placeholders {
+    values: Vec<(&'static str, String)>,
+}
+
+impl Placeholders {
+    fn apply(&self, code: &str) -> Result<String, String> {
+        let mut out = code.to_owned();
+        for (k, v) in &self.values {
+            out = out.replace(&format!("{{{{{k}}}}}"), v);
+        }
+        match out.find("{{") {
+            Some(at) if out[at..].contains("}}") => Err(format!("unknown placeholder near {}", clip(&out[at..], 40))),
+            _ => Ok(out),
+        }
+    }
+}
+
+/// Runs every case under `mode`, restarting a gateway a case killed.
+async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec<Outcome> {
+    let mut stdio = StdioGateway::start(fixture, mode).await;
+    let mut http = HttpGw::start(fixture, mode).await;
+    let mut outcomes = Vec::new();
+    for case in cases {
+        let started = Instant::now();
+        let over_http = case.sessions() > 1;
+        let (pid, port) = if over_http { (http.pid, http.port()) } else { (stdio.pid, http.port()) };
+        let placeholders = Placeholders {
+            values: vec![
+                ("ROOT", fixture.root().display().to_string()),
+                ("OUTSIDE", fixture.outside().display().to_string()),
+                ("CONFIG", stdio.config.display().to_string()),
+                ("GATEWAY_BIN", support::bin().display().to_string()),
+                ("GATEWAY_PID", pid.to_string()),
+                ("GATEWAY_PORT", port.to_string()),
+                ("GATEWAY_URL", http.gateway.url.clone()),
+                ("DECOY_PORT", fixture.decoy_port.to_string()),
+                ("CONTROL_PORT", fixture.decoy_port.to_string()),
+            ],
+        };
+        let result = if over_http {
+            run_http_case(case, mode, &http, &placeholders).await
+        } else {
+            run_steps(case, mode, &placeholders, |_| Some(&stdio.session)).await
+        };
+        // The host checks, on whichever gateway ran the case.
+        let (session, pid) = if over_http { (&http.probe, http.pid) } else { (&stdio.session, stdio.pid) };
+        let host = host_check(session, pid).await;
+        let mut failure = result.as_ref().err().cloned();
+        let summary = result.unwrap_or_default();
+        if let Err(e) = &host {
+            failure.get_or_insert_with(String::new).push_str(&format!(" [host: {e}]"));
+        }
+        if let Err(e) = fixture.untouched() {
+            failure.get_or_insert_with(String::new).push_str(&format!(" [boundary: {e}]"));
+        }
+        if host.is_err() {
+            // A dead, hung or bloated gateway would fail every later case: start afresh.
+            if over_http {
+                http = HttpGw::start(fixture, mode).await;
+            } else {
+                stdio = StdioGateway::start(fixture, mode).await;
+            }
+        }
+        let summary = match host {
+            Ok(rss) => format!("{summary}; rss {} MiB", rss >> 20),
+            Err(_) => summary,
+        };
+        outcomes.push(Outcome {
+            case: case.name.clone(),
+            class: case.class.clone(),
+            mode: mode.name,
+            failure,
+            skipped: None,
+            summary,
+            elapsed: started.elapsed(),
+        });
+    }
+    outcomes
+}
+
+async fn run_http_case(case: &Case, mode: &Mode, http: &HttpGw, placeholders: &Placeholders) -> Result<String, String> {
+    let mut sessions: BTreeMap<String, Session> = BTreeMap::new();
+    for step in &case.steps {
+        if !sessions.contains_key(&step.session) {
+            sessions.insert(step.session.clone(), connect_http(&http.gateway.url).await?);
+        }
+    }
+    let result = run_steps(case, mode, placeholders, |label| sessions.get(label)).await;
+    for (_, session) in sessions {
+        let _ = session.cancel().await;
+    }
+    result
+}
+
+/// Runs the steps; `Ok` carries a one-line summary of the final outcome.
+async fn run_steps<'s>(
+    case: &Case,
+    mode: &Mode,
+    placeholders: &Placeholders,
+    session_for: impl Fn(&str) -> Option<&'s Session>,
+) -> Result<String, String> {
+    let last = case.steps.len() - 1;
+    for (i, step) in case.steps.iter().enumerate() {
+        let session = session_for(&step.session).ok_or("no session")?;
+        let code = placeholders.apply(&step.code)?;
+        let ran = exec(session, &code, CALL_BOUND)
+            .await
+            .map_err(|e| format!("step {} (session {}): {e}", i + 1, step.session))?;
+        let everything = format!("{}\n{}", ran.text, ran.structured);
+        if let Some(secret) = leaks(&everything, &step.session) {
+            return Err(format!("step {} leaked the planted secret {secret}: {}", i + 1, clip(&ran.text, 600)));
+        }
+        if i == last {
+            check_verdict(&case.verdicts[mode.name], &ran)?;
+            return Ok(if ran.is_error {
+                format!("{}: {}", ran.error_type(), clip(ran.error_message(), 120))
+            } else {
+                format!("stdout {:?}", clip(ran.stdout().trim(), 80))
+            });
+        }
+        if ran.is_error != step.expect_error {
+            return Err(format!(
+                "setup step {} (session {}) {}: {}",
+                i + 1,
+                step.session,
+                if ran.is_error { "failed" } else { "was expected to fail" },
+                clip(&ran.text, 400)
+            ));
+        }
+    }
+    unreachable!("the last step returns")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_corpus_holds_in_every_mode() {
+    let cases = load_corpus();
+    assert!(cases.len() >= 80, "the corpus has only {} cases", cases.len());
+    let filter = std::env::var("CODEMCP_CORPUS_FILTER").unwrap_or_default();
+    let verbose = std::env::var_os("CODEMCP_CORPUS_VERBOSE").is_some();
+    let selected: Vec<Case> = cases.into_iter().filter(|c| c.name.contains(&filter)).collect();
+    let fixture = Fixture::new();
+    let mut outcomes = Vec::new();
+    for mode in MODES {
+        if let Some(reason) = mode.unavailable {
+            eprintln!("sandbox corpus: skipping mode {}: {reason}", mode.name);
+            outcomes.extend(selected.iter().map(|c| Outcome {
+                case: c.name.clone(),
+                class: c.class.clone(),
+                mode: mode.name,
+                failure: None,
+                skipped: Some(reason),
+                summary: String::new(),
+                elapsed: Duration::ZERO,
+            }));
+            continue;
+        }
+        outcomes.extend(run_mode(mode, &selected, &fixture).await);
+    }
+    report(&outcomes, verbose);
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.failure.as_ref().map(|f| format!("{} [{}]: {f}", o.case, o.mode)))
+        .collect();
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn report(outcomes: &[Outcome], verbose: bool) {
+    if verbose {
+        for o in outcomes.iter().filter(|o| o.skipped.is_none()) {
+            let status = if o.failure.is_some() { "FAIL" } else { "ok" };
+            eprintln!(
+                "{status:4} {:6} {:45} {:>6} ms  {}",
+                o.mode,
+                o.case,
+                o.elapsed.as_millis(),
+                o.failure.as_deref().unwrap_or(&o.summary)
+            );
+        }
+    }
+    // class -> mode -> (passed, failed, skipped)
+    let mut table: BTreeMap<&str, BTreeMap<&str, (u32, u32, u32)>> = BTreeMap::new();
+    for o in outcomes {
+        let cell = table.entry(&o.class).or_default().entry(o.mode).or_default();
+        match (&o.failure, o.skipped) {
+            (_, Some(_)) => cell.2 += 1,
+            (Some(_), None) => cell.1 += 1,
+            (None, None) => cell.0 += 1,
+        }
+    }
+    eprintln!("sandbox corpus: class / mode: passed, failed, skipped");
+    for (class, modes) in &table {
+        let cells: Vec<String> = modes
+            .iter()
+            .map(|(m, (p, f, s))| format!("{m} {p} passed {f} failed {s} skipped"))
+            .collect();
+        eprintln!("  {class:14} {}", cells.join(" | "));
+    }
+    let total: Duration = outcomes.iter().map(|o| o.elapsed).sum();
+    eprintln!("sandbox corpus: {} runs in {:.1} s", outcomes.len(), total.as_secs_f64());
+}
+
+// ------------------------------------------------------------------ patterns
+
+/// The regular-expression subset the headers use: literals, `.`, `[...]`
+/// (ranges, negation), `\d \s \w` and escaped punctuation, `( | )`, `* + ?`,
+/// and `^ $` at line boundaries. Matching searches anywhere in the text.
+#[derive(Debug, Clone)]
+struct Pattern {
+    alternatives: Vec<Vec<Node>>,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Char(char),
+    Any,
+    Class { ranges: Vec<(char, char)>, negated: bool },
+    LineStart,
+    LineEnd,
+    Group(Vec<Vec<Node>>),
+    Repeat { node: Box<Node>, min: usize, max: usize },
+}
+
+impl Pattern {
+    fn new(source: &str) -> Result<Self, String> {
+        let chars: Vec<char> = source.chars().collect();
+        let mut pos = 0;
+        let alternatives = parse_alternatives(&chars, &mut pos)?;
+        if pos != chars.len() {
+            return Err(format!("unbalanced ')' in /{source}/"));
+        }
+        Ok(Self { alternatives })
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        let chars: Vec<char> = text.chars().collect();
+        (0..=chars.len()).any(|start| {
+            self.alternatives
+                .iter()
+                .any(|seq| match_seq(seq, &chars, start, &mut |_| true))
+        })
+    }
+}
+
+fn parse_alternatives(chars: &[char], pos: &mut usize) -> Result<Vec<Vec<Node>>, String> {
+    let mut alternatives = vec![Vec::new()];
+    while let Some(&c) = chars.get(*pos) {
+        *pos += 1;
+        let node = match c {
+            '|' => {
+                alternatives.push(Vec::new());
+                continue;
+            }
+            ')' => {
+                *pos -= 1;
+                break;
+            }
+            '(' => {
+                let inner = parse_alternatives(chars, pos)?;
+                if chars.get(*pos) != Some(&')') {
+                    return Err("unclosed '('".into());
+                }
+                *pos += 1;
+                Node::Group(inner)
+            }
+            '.' => Node::Any,
+            '^' => Node::LineStart,
+            '$' => Node::LineEnd,
+            '[' => parse_class(chars, pos)?,
+            '\\' => escape(*chars.get(*pos).ok_or("trailing '\\'")?, pos),
+            '*' | '+' | '?' => {
+                let seq = alternatives.last_mut().expect("one alternative");
+                let node = seq.pop().ok_or("a quantifier needs something to repeat")?;
+                let (min, max) = match c {
+                    '*' => (0, usize::MAX),
+                    '+' => (1, usize::MAX),
+                    _ => (0, 1),
+                };
+                Node::Repeat { node: Box::new(node), min, max }
+            }
+            c => Node::Char(c),
+        };
+        alternatives.last_mut().expect("one alternative").push(node);
+    }
+    Ok(alternatives)
+}
+
+fn escape(c: char, pos: &mut usize) -> Node {
+    *pos += 1;
+    let class = |ranges: &[(char, char)]| Node::Class { ranges: ranges.to_vec(), negated: false };
+    match c {
+        'd' => class(&[('0', '9')]),
+        's' => class(&[(' ', ' '), ('\t', '\r')]),
+        'w' => class(&[('a', 'z'), ('A', 'Z'), ('0', '9'), ('_', '_')]),
+        'n' => Node::Char('\n'),
+        c => Node::Char(c),
+    }
+}
+
+fn parse_class(chars: &[char], pos: &mut usize) -> Result<Node, String> {
+    let negated = chars.get(*pos) == Some(&'^');
+    if negated {
+        *pos += 1;
+    }
+    let mut ranges = Vec::new();
+    loop {
+        let c = *chars.get(*pos).ok_or("unclosed '['")?;
+        *pos += 1;
+        match c {
+            ']' => break,
+            '\\' => match escape(*chars.get(*pos).ok_or("unclosed '['")?, pos) {
+                Node::Class { ranges: r, .. } => ranges.extend(r),
+                Node::Char(c) => ranges.push((c, c)),
+                _ => unreachable!("escape gives a char or a class"),
+            },
+            c if chars.get(*pos) == Some(&'-') && chars.get(*pos + 1).is_some_and(|&e| e != ']') => {
+                ranges.push((c, chars[*pos + 1]));
+                *pos += 2;
+            }
+            c => ranges.push((c, c)),
+        }
+    }
+    Ok(Node::Class { ranges, negated })
+}
+
+fn match_seq(seq: &[Node], s: &[char], i: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+    match seq.split_first() {
+        None => k(i),
+        Some((node, rest)) => match_node(node, s, i, &mut |j| match_seq(rest, s, j, k)),
+    }
+}
+
+/// Whether `node` matches exactly one char at `i` (for iterative repetition).
+fn single(node: &Node, s: &[char], i: usize) -> Option<bool> {
+    let c = s.get(i).copied();
+    match node {
+        Node::Char(x) => Some(c == Some(*x)),
+        Node::Any => Some(c.is_some_and(|c| c != '\n')),
+        Node::Class { ranges, negated } => {
+            Some(c.is_some_and(|c| ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated))
+        }
+        _ => None,
+    }
+}
+
+fn match_node(node: &Node, s: &[char], i: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+    if let Some(hit) = single(node, s, i) {
+        return hit && k(i + 1);
+    }
+    match node {
+        Node::LineStart => (i == 0 || s[i - 1] == '\n') && k(i),
+        Node::LineEnd => (i == s.len() || s[i] == '\n') && k(i),
+        Node::Group(alternatives) => alternatives.iter().any(|seq| match_seq(seq, s, i, k)),
+        Node::Repeat { node, min, max } => {
+            if single(node, s, i).is_some() {
+                // Greedy run of single chars, then back off: no deep recursion on long text.
+                let mut n = 0;
+                while n < *max && single(node, s, i + n) == Some(true) {
+                    n += 1;
+                }
+                (*min..=n).rev().any(|m| k(i + m))
+            } else {
+                repeat(node, *min, *max, 0, s, i, k)
+            }
+        }
+        _ => unreachable!("single-char nodes are handled above"),
+    }
+}
+
+fn repeat(node: &Node, min: usize, max: usize, count: usize, s: &[char], i: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+    if count < max
+        && match_node(node, s, i, &mut |j| (j > i || count < min) && repeat(node, min, max, count + 1, s, j, k))
+    {
+        return true;
+    }
+    count >= min && k(i)
+}
+
+#[test]
+fn header_patterns_match_like_regular_expressions() {
+    let cases = [
+        ("PermissionError|not supported", "x not supported y", true),
+        ("^kept$", "a\nkept\n", true),
+        ("^kept$", "kept it", false),
+        ("^3(\\.0)?$", "3.0\n", true),
+        ("^searched \\d+$", "searched 12", true),
+        ("(ToolError|RuntimeError): .*(Access denied|outside allowed)", "ToolError: Error: Access denied - x", true),
+        ("^\\[1\\]$", "[1]\n", true),
+        ("[^a]b", "ab", false),
+        ("a.*c", &format!("a{}c", "b".repeat(100_000)), true),
+    ];
+    for (pattern, text, expected) in cases {
+        assert_eq!(Pattern::new(pattern).expect("parses").is_match(text), expected, "/{pattern}/ on {text:.40}");
+    }
+}
