@@ -1,5 +1,5 @@
-# Learn the gateway's working directory.
-# MONTY: blocked /PermissionError|AttributeError/
+# Learn the gateway's working directory (Monty answers a virtual /).
+# MONTY: contained /^\/$/
 # DOCKER: contained /./
 import os
 print(os.getcwd())

@@ -1,5 +1,6 @@
 # print() of a 100,000-deep nested list.
 # MONTY: blocked /RecursionError/
+# MONTY: contained /^\[\[\[.*\.\.\./
 # DOCKER: blocked /RecursionError/
 def build():
     x = []

@@ -1,5 +1,5 @@
 # A 100,000-deep nested list as the result.
-# MONTY: blocked /RecursionError|ValueError|MemoryError/
+# MONTY: blocked /RecursionError|ValueError|MemoryError|TypeError: the result cannot be returned/
 # DOCKER: blocked /RecursionError|ValueError/
 def build():
     x = []

@@ -1,5 +1,5 @@
 # Grow a dict until memory runs out.
-# MONTY: blocked limit /MemoryError: /
+# MONTY: blocked limit /MemoryError: |TimeoutError: /
 # DOCKER: blocked /MemoryError|Killed|exited/
 d = {}
 i = 0

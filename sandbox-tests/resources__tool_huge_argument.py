@@ -1,7 +1,7 @@
-# Send a 20 MB argument to a tool.
-# MONTY: contained /^echoed \d+$/
-# MONTY: blocked /./
-# DOCKER: contained /^echoed \d+$/
-# DOCKER: blocked /./
-r = odd_echo_json(value='x' * 20_000_000)
+# Send an 8 MB argument to a tool.
+# MONTY: contained /^echoed 8000002$/
+# MONTY: blocked limit /TimeoutError: /
+# DOCKER: contained /^echoed 8000002$/
+# DOCKER: blocked /TimeoutError/
+r = odd_echo_json(value='x' * 8_000_000)
 print('echoed', len(r))

@@ -1,7 +1,7 @@
-# A tool returns 30 MB into the sandbox.
-# MONTY: contained /^got 31457280$/
-# MONTY: blocked /./
-# DOCKER: contained /^got 31457280$/
-# DOCKER: blocked /./
-r = odd_big_result(kb=30 * 1024)
+# A tool returns 8 MiB into the sandbox.
+# MONTY: contained /^got 8388608$/
+# MONTY: blocked limit /TimeoutError: /
+# DOCKER: contained /^got 8388608$/
+# DOCKER: blocked /TimeoutError/
+r = odd_big_result(kb=8 * 1024)
 print('got', len(r))

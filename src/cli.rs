@@ -68,14 +68,14 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
             let engine = engine(&settings, MontyPlacement::InProcess).await?;
-            let shared = Shared::new(catalog, engine, settings.description_budget);
+            let shared = Shared::new(catalog, engine, settings.description_budget, settings.output);
             server::serve_stdio(shared)
                 .await
                 .map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
             let engine = engine(&settings, MontyPlacement::Pool).await?;
-            let shared = Shared::new(catalog, engine, settings.description_budget);
+            let shared = Shared::new(catalog, engine, settings.description_budget, settings.output);
             let access = HttpAccess {
                 allowed_hosts: settings.allowed_hosts.clone(),
                 allowed_origins: settings.allowed_origins.clone(),
@@ -126,8 +126,11 @@ async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn 
     let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
         MontyPlacement::InProcess => Box::new(MontyEngine::new(limits(settings))),
         MontyPlacement::Pool => {
-            let binary = find_worker_binary(settings.monty_bin.as_deref()).map_err(|e| e.to_string())?;
-            let pool = PoolEngine::start(limits(settings), binary, settings.monty_workers).await.map_err(|e| e.to_string())?;
+            let binary =
+                find_worker_binary(settings.monty_bin.as_deref()).map_err(|e| e.to_string())?;
+            let pool = PoolEngine::start(limits(settings), binary, settings.monty_workers)
+                .await
+                .map_err(|e| e.to_string())?;
             Box::new(pool)
         }
     };
@@ -148,7 +151,7 @@ async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String) -> ExitC
             RunControl::default(),
         )
         .await;
-    print!("{}", server::render_text(&execution));
+    print!("{}", server::render(&execution, settings.output));
     if execution.error.is_some() {
         ExitCode::FAILURE
     } else {
@@ -189,11 +192,18 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
         None => "in-process for stdio, worker pool for serve --http (CODEMCP_MONTY unset)",
     };
-    println!("engine: monty, {placement}; memory {} MiB, run limit {} ms", settings.monty_mem_limit >> 20, settings.exec_timeout.as_millis());
+    println!(
+        "engine: monty, {placement}; memory {} MiB, run limit {} ms",
+        settings.monty_mem_limit >> 20,
+        settings.exec_timeout.as_millis()
+    );
     match find_worker_binary(settings.monty_bin.as_deref()) {
         Ok(binary) => match worker_binary_runs(&binary).await {
             Ok(()) => println!("monty worker binary: {} (usable)", binary.display()),
-            Err(e) => println!("monty worker binary: {} (NOT usable: {e})", binary.display()),
+            Err(e) => println!(
+                "monty worker binary: {} (NOT usable: {e})",
+                binary.display()
+            ),
         },
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
@@ -202,7 +212,10 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
 
 /// Runs the worker binary once, bounded, to see that it works.
 async fn worker_binary_runs(binary: &std::path::Path) -> Result<(), String> {
-    let run = tokio::process::Command::new(binary).args(["-c", "1 + 1"]).kill_on_drop(true).output();
+    let run = tokio::process::Command::new(binary)
+        .args(["-c", "1 + 1"])
+        .kill_on_drop(true)
+        .output();
     match tokio::time::timeout(std::time::Duration::from_secs(10), run).await {
         Ok(Ok(output)) if output.status.success() => Ok(()),
         Ok(Ok(output)) => Err(format!("exited with {}", output.status)),

@@ -189,7 +189,11 @@ async fn mcp_inspector_cli_lists_and_calls() {
 #[tokio::test]
 async fn tool_list_changes_reach_python_clients_in_both_protocol_eras() {
     let setup = Setup::new(json!({"odd": support::odd(json!({}))}));
-    for (python, mode) in [(python2(), "auto"), (python2(), "legacy"), (python1(), "auto")] {
+    for (python, mode) in [
+        (python2(), "auto"),
+        (python2(), "legacy"),
+        (python1(), "auto"),
+    ] {
         let name = format!("late_{mode}_{}", python.display().to_string().len());
         let steps = json!([
             {"op": "call", "tool": "execute_python", "args": {"code": format!("odd_add_tool(name='{name}')")}},
@@ -198,7 +202,13 @@ async fn tool_list_changes_reach_python_clients_in_both_protocol_eras() {
         ]);
         let report = drive(&python, &stdio_target(&setup, mode), &steps).await;
         assert_eq!(report["results"][1]["changed"], true, "{mode}: {report}");
-        let description = report["results"][2]["tools"][0]["description"].as_str().unwrap_or_default().to_owned();
-        assert!(description.contains(&format!("odd_{name}(")), "{mode}: {description}");
+        let description = report["results"][2]["tools"][0]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            description.contains(&format!("odd_{name}(")),
+            "{mode}: {description}"
+        );
     }
 }

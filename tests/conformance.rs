@@ -75,7 +75,12 @@ async fn capabilities(url: &str) -> ServerCapabilities {
 }
 
 /// Runs one scenario; returns (passed, failed, warnings) and the suite's output.
-async fn run_scenario(node: &PathBuf, cli: &PathBuf, url: &str, scenario: &str) -> (Vec<Value>, String, bool) {
+async fn run_scenario(
+    node: &PathBuf,
+    cli: &PathBuf,
+    url: &str,
+    scenario: &str,
+) -> (Vec<Value>, String, bool) {
     let out = tempfile::tempdir().expect("tempdir");
     let run = tokio::process::Command::new(node)
         .arg(cli)
@@ -93,7 +98,10 @@ async fn run_scenario(node: &PathBuf, cli: &PathBuf, url: &str, scenario: &str) 
         String::from_utf8_lossy(&output.stderr)
     );
     let mut checks = Vec::new();
-    for entry in std::fs::read_dir(out.path()).expect("results dir").flatten() {
+    for entry in std::fs::read_dir(out.path())
+        .expect("results dir")
+        .flatten()
+    {
         let file = entry.path().join("checks.json");
         if let Ok(body) = std::fs::read_to_string(&file) {
             let parsed: Value = serde_json::from_str(&body).expect("checks.json is JSON");
@@ -116,8 +124,14 @@ async fn every_applicable_conformance_scenario_passes() {
         let (passed, failed, warnings) = (count("SUCCESS"), count("FAILURE"), count("WARNING"));
         eprintln!("conformance: {scenario}: {passed} passed, {failed} failed, {warnings} warnings");
         if !exited_ok || failed > 0 || passed == 0 {
-            failures.push(format!("{scenario}: {passed} passed, {failed} failed\n{text}"));
+            failures.push(format!(
+                "{scenario}: {passed} passed, {failed} failed\n{text}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "conformance failures:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "conformance failures:\n{}",
+        failures.join("\n")
+    );
 }

@@ -228,15 +228,26 @@ async fn broken_upstreams_are_skipped_without_blocking_the_others() {
 async fn upstream_children_die_with_the_gateway() {
     let setup = Setup::new(json!({"odd": odd(json!({}))}));
     let client = setup.stdio(&[]).await;
-    let child = client.exec("odd_pid()").await.result().as_u64().expect("pid");
+    let child = client
+        .exec("odd_pid()")
+        .await
+        .result()
+        .as_u64()
+        .expect("pid");
     let gateway = client.pid.expect("gateway pid");
-    let killed = std::process::Command::new("kill").args(["-9", &gateway.to_string()]).status().expect("kill");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &gateway.to_string()])
+        .status()
+        .expect("kill");
     assert!(killed.success());
     let deadline = Instant::now() + Duration::from_secs(5);
     while support::process_alive(child) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(!support::process_alive(child), "upstream {child} outlived the gateway");
+    assert!(
+        !support::process_alive(child),
+        "upstream {child} outlived the gateway"
+    );
 }
 
 #[tokio::test]
@@ -273,7 +284,11 @@ async fn streamable_http_upstreams_with_headers() {
 async fn one_snippet_joins_data_from_three_real_servers() {
     let root = tempfile::tempdir().expect("tempdir");
     for (name, n) in [("a.csv", 3), ("b.csv", 4), ("c.csv", 5)] {
-        std::fs::write(root.path().join(name), format!("item,qty\nx,{n}\ny,{}\n", n * 10)).expect("write");
+        std::fs::write(
+            root.path().join(name),
+            format!("item,qty\nx,{n}\ny,{}\n", n * 10),
+        )
+        .expect("write");
     }
     let graph = root.path().join("memory.jsonl");
     let setup = Setup::new(json!({

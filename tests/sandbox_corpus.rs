@@ -5,7 +5,7 @@
 //!
 //! Besides each verdict, after every case: no planted secret appears anywhere in
 //! the responses, nothing outside the filesystem server's root changed, the
-//! loopback decoy saw no traffic, the gateway answers `1 + 1` within 1 s and its
+//! loopback decoy saw no traffic, no response exceeds `RESPONSE_BOUND`, the gateway answers `1 + 1` within 1 s and its
 //! resident memory is back under `RSS_BOUND`.
 //!
 //! Single-session cases share one stdio gateway per mode (the process is the
@@ -76,7 +76,7 @@ const LIMITS: &[(&str, &str)] = &[
     ("CODEMCP_EXEC_TIMEOUT_MS", "3000"),
     ("CODEMCP_MAX_SLEEP_MS", "1000"),
     ("CODEMCP_MAX_TOOL_CALLS", "200"),
-    ("CODEMCP_MAX_SOURCE_BYTES", "32768"),
+    ("CODEMCP_MAX_SOURCE_BYTES", "65536"),
 ];
 
 /// Planted secrets: none may ever appear in a response.
@@ -88,6 +88,9 @@ const SESSION_SECRET: &str = "corpus-session-a-private";
 
 /// The gateway's resident memory after any case (the Monty budget is 256 MiB).
 const RSS_BOUND: u64 = 400 << 20;
+/// Any one response, text block and structured content together: the output
+/// and result caps (1 MiB each) appear twice, plus room for the rest.
+const RESPONSE_BOUND: usize = 5 << 20;
 /// A trivial call after each case must be answered within this.
 const LIVENESS: Duration = Duration::from_secs(1);
 /// Client-side bound on any one call (the gateway's own wall limit is 3 s).
@@ -98,7 +101,10 @@ const CALL_BOUND: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 enum Verdict {
     /// The final step ends in an error whose `"Type: message"` matches.
-    Blocked { kind: Option<String>, pattern: Pattern },
+    Blocked {
+        kind: Option<String>,
+        pattern: Pattern,
+    },
     /// The final step succeeds and its stdout matches.
     Contained { pattern: Pattern },
 }
@@ -164,7 +170,9 @@ fn parse_case(path: &Path, text: &str) -> Result<Case, String> {
     let mut verdicts: BTreeMap<String, Vec<Verdict>> = BTreeMap::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.peek() {
-        let Some(comment) = line.strip_prefix('#') else { break };
+        let Some(comment) = line.strip_prefix('#') else {
+            break;
+        };
         if comment.starts_with(" ---") {
             break;
         }
@@ -184,7 +192,10 @@ fn parse_case(path: &Path, text: &str) -> Result<Case, String> {
             return Err(format!("no '# {}: ...' verdict in the header", mode.name));
         }
     }
-    if let Some(unknown) = verdicts.keys().find(|k| !MODES.iter().any(|m| m.name == *k)) {
+    if let Some(unknown) = verdicts
+        .keys()
+        .find(|k| !MODES.iter().any(|m| m.name == *k))
+    {
         return Err(format!("verdict for unknown mode {unknown}"));
     }
     let mut steps: Vec<Step> = Vec::new();
@@ -226,7 +237,9 @@ fn parse_case(path: &Path, text: &str) -> Result<Case, String> {
 }
 
 fn parse_verdict(text: &str) -> Result<Verdict, String> {
-    let (word, rest) = text.split_once(' ').ok_or("expected 'blocked' or 'contained'")?;
+    let (word, rest) = text
+        .split_once(' ')
+        .ok_or("expected 'blocked' or 'contained'")?;
     let (kind, rest) = match rest.split_once(' ') {
         Some((k, r)) if !k.starts_with('/') => (Some(k.to_owned()), r),
         _ => (None, rest),
@@ -323,14 +336,19 @@ impl Fixture {
         let secret = std::fs::read_to_string(self.outside().join("secret.txt")).unwrap_or_default();
         let inside = std::fs::read_to_string(self.root().join("in.txt")).unwrap_or_default();
         if outside != ["secret.txt"] || secret != FILE_SECRET {
-            return Err(format!("the directory outside the root changed: {outside:?}"));
+            return Err(format!(
+                "the directory outside the root changed: {outside:?}"
+            ));
         }
         if root != ["in.txt", "link"] || inside != "corpus-inside\n" {
             return Err(format!("the tool root changed: {root:?}"));
         }
         let hits = self.decoy_hits.load(Ordering::SeqCst);
         if hits > 0 {
-            return Err(format!("the loopback decoy on port {} saw {hits} connection(s)/datagram(s)", self.decoy_port));
+            return Err(format!(
+                "the loopback decoy on port {} saw {hits} connection(s)/datagram(s)",
+                self.decoy_port
+            ));
         }
         Ok(())
     }
@@ -394,7 +412,11 @@ impl HttpGw {
         let gateway = support::start_http(fixture.servers(), &gateway_env(mode)).await;
         let pid = gateway.child.id().expect("gateway pid");
         let probe = connect_http(&gateway.url).await.expect("probe session");
-        Self { gateway, probe, pid }
+        Self {
+            gateway,
+            probe,
+            pid,
+        }
     }
 
     fn port(&self) -> u16 {
@@ -421,7 +443,10 @@ async fn connect_http(url: &str) -> Result<Session, String> {
 
 /// Runs `code`; `Err` is a transport failure or a hang, never a Python error.
 async fn exec(session: &Session, code: &str, bound: Duration) -> Result<Ran, String> {
-    let args = json!({"code": code}).as_object().cloned().unwrap_or_default();
+    let args = json!({"code": code})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let call = session.call_tool(CallToolRequestParams::new("execute_python").with_arguments(args));
     match tokio::time::timeout(bound, call).await {
         Ok(Ok(result)) => Ok(unpack(result)),
@@ -456,7 +481,11 @@ async fn host_check(session: &Session, pid: u32) -> Result<u64, String> {
             return Ok(rss);
         }
         if Instant::now() > deadline {
-            return Err(format!("gateway RSS {} MiB > {} MiB", rss >> 20, RSS_BOUND >> 20));
+            return Err(format!(
+                "gateway RSS {} MiB > {} MiB",
+                rss >> 20,
+                RSS_BOUND >> 20
+            ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -499,7 +528,11 @@ fn check_verdict(verdicts: &[Verdict], ran: &Ran) -> Result<(), String> {
         }
         Verdict::Contained { pattern } => !ran.is_error && pattern.is_match(ran.stdout()),
     });
-    if ok { Ok(()) } else { Err(format!("got {got}; full text: {}", clip(&ran.text, 600))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("got {got}; full text: {}", clip(&ran.text, 600)))
+    }
 }
 
 fn leaks(text: &str, step_session: &str) -> Option<&'static str> {
@@ -532,7 +565,9 @@ impl Placeholders {
             out = out.replace(&format!("{{{{{k}}}}}"), v);
         }
         match out.find("{{") {
-            Some(at) if out[at..].contains("}}") => Err(format!("unknown placeholder near {}", clip(&out[at..], 40))),
+            Some(at) if out[at..].contains("}}") => {
+                Err(format!("unknown placeholder near {}", clip(&out[at..], 40)))
+            }
             _ => Ok(out),
         }
     }
@@ -546,7 +581,11 @@ async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec
     for case in cases {
         let started = Instant::now();
         let over_http = case.sessions() > 1;
-        let (pid, port) = if over_http { (http.pid, http.port()) } else { (stdio.pid, http.port()) };
+        let (pid, port) = if over_http {
+            (http.pid, http.port())
+        } else {
+            (stdio.pid, http.port())
+        };
         let placeholders = Placeholders {
             values: vec![
                 ("ROOT", fixture.root().display().to_string()),
@@ -566,15 +605,23 @@ async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec
             run_steps(case, mode, &placeholders, |_| Some(&stdio.session)).await
         };
         // The host checks, on whichever gateway ran the case.
-        let (session, pid) = if over_http { (&http.probe, http.pid) } else { (&stdio.session, stdio.pid) };
+        let (session, pid) = if over_http {
+            (&http.probe, http.pid)
+        } else {
+            (&stdio.session, stdio.pid)
+        };
         let host = host_check(session, pid).await;
         let mut failure = result.as_ref().err().cloned();
         let summary = result.unwrap_or_default();
         if let Err(e) = &host {
-            failure.get_or_insert_with(String::new).push_str(&format!(" [host: {e}]"));
+            failure
+                .get_or_insert_with(String::new)
+                .push_str(&format!(" [host: {e}]"));
         }
         if let Err(e) = fixture.untouched() {
-            failure.get_or_insert_with(String::new).push_str(&format!(" [boundary: {e}]"));
+            failure
+                .get_or_insert_with(String::new)
+                .push_str(&format!(" [boundary: {e}]"));
         }
         if host.is_err() {
             // A dead, hung or bloated gateway would fail every later case: start afresh.
@@ -601,7 +648,12 @@ async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec
     outcomes
 }
 
-async fn run_http_case(case: &Case, mode: &Mode, http: &HttpGw, placeholders: &Placeholders) -> Result<String, String> {
+async fn run_http_case(
+    case: &Case,
+    mode: &Mode,
+    http: &HttpGw,
+    placeholders: &Placeholders,
+) -> Result<String, String> {
     let mut sessions: BTreeMap<String, Session> = BTreeMap::new();
     for step in &case.steps {
         if !sessions.contains_key(&step.session) {
@@ -630,8 +682,21 @@ async fn run_steps<'s>(
             .await
             .map_err(|e| format!("step {} (session {}): {e}", i + 1, step.session))?;
         let everything = format!("{}\n{}", ran.text, ran.structured);
+        if everything.len() > RESPONSE_BOUND {
+            return Err(format!(
+                "step {} answered {} bytes, over the {} MiB response bound: {}",
+                i + 1,
+                everything.len(),
+                RESPONSE_BOUND >> 20,
+                clip(&ran.text, 200)
+            ));
+        }
         if let Some(secret) = leaks(&everything, &step.session) {
-            return Err(format!("step {} leaked the planted secret {secret}: {}", i + 1, clip(&ran.text, 600)));
+            return Err(format!(
+                "step {} leaked the planted secret {secret}: {}",
+                i + 1,
+                clip(&ran.text, 600)
+            ));
         }
         if i == last {
             check_verdict(&case.verdicts[mode.name], &ran)?;
@@ -646,7 +711,11 @@ async fn run_steps<'s>(
                 "setup step {} (session {}) {}: {}",
                 i + 1,
                 step.session,
-                if ran.is_error { "failed" } else { "was expected to fail" },
+                if ran.is_error {
+                    "failed"
+                } else {
+                    "was expected to fail"
+                },
                 clip(&ran.text, 400)
             ));
         }
@@ -657,10 +726,17 @@ async fn run_steps<'s>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escape_corpus_holds_in_every_mode() {
     let cases = load_corpus();
-    assert!(cases.len() >= 80, "the corpus has only {} cases", cases.len());
+    assert!(
+        cases.len() >= 80,
+        "the corpus has only {} cases",
+        cases.len()
+    );
     let filter = std::env::var("CODEMCP_CORPUS_FILTER").unwrap_or_default();
     let verbose = std::env::var_os("CODEMCP_CORPUS_VERBOSE").is_some();
-    let selected: Vec<Case> = cases.into_iter().filter(|c| c.name.contains(&filter)).collect();
+    let selected: Vec<Case> = cases
+        .into_iter()
+        .filter(|c| c.name.contains(&filter))
+        .collect();
     let fixture = Fixture::new();
     let mut outcomes = Vec::new();
     for mode in MODES {
@@ -682,9 +758,18 @@ async fn escape_corpus_holds_in_every_mode() {
     report(&outcomes, verbose);
     let failures: Vec<String> = outcomes
         .iter()
-        .filter_map(|o| o.failure.as_ref().map(|f| format!("{} [{}]: {f}", o.case, o.mode)))
+        .filter_map(|o| {
+            o.failure
+                .as_ref()
+                .map(|f| format!("{} [{}]: {f}", o.case, o.mode))
+        })
         .collect();
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn report(outcomes: &[Outcome], verbose: bool) {
@@ -703,7 +788,11 @@ fn report(outcomes: &[Outcome], verbose: bool) {
     // class -> mode -> (passed, failed, skipped)
     let mut table: BTreeMap<&str, BTreeMap<&str, (u32, u32, u32)>> = BTreeMap::new();
     for o in outcomes {
-        let cell = table.entry(&o.class).or_default().entry(o.mode).or_default();
+        let cell = table
+            .entry(&o.class)
+            .or_default()
+            .entry(o.mode)
+            .or_default();
         match (&o.failure, o.skipped) {
             (_, Some(_)) => cell.2 += 1,
             (Some(_), None) => cell.1 += 1,
@@ -719,7 +808,11 @@ fn report(outcomes: &[Outcome], verbose: bool) {
         eprintln!("  {class:14} {}", cells.join(" | "));
     }
     let total: Duration = outcomes.iter().map(|o| o.elapsed).sum();
-    eprintln!("sandbox corpus: {} runs in {:.1} s", outcomes.len(), total.as_secs_f64());
+    eprintln!(
+        "sandbox corpus: {} runs in {:.1} s",
+        outcomes.len(),
+        total.as_secs_f64()
+    );
 }
 
 // ------------------------------------------------------------------ patterns
@@ -736,11 +829,18 @@ struct Pattern {
 enum Node {
     Char(char),
     Any,
-    Class { ranges: Vec<(char, char)>, negated: bool },
+    Class {
+        ranges: Vec<(char, char)>,
+        negated: bool,
+    },
     LineStart,
     LineEnd,
     Group(Vec<Vec<Node>>),
-    Repeat { node: Box<Node>, min: usize, max: usize },
+    Repeat {
+        node: Box<Node>,
+        min: usize,
+        max: usize,
+    },
 }
 
 impl Pattern {
@@ -798,7 +898,11 @@ fn parse_alternatives(chars: &[char], pos: &mut usize) -> Result<Vec<Vec<Node>>,
                     '+' => (1, usize::MAX),
                     _ => (0, 1),
                 };
-                Node::Repeat { node: Box::new(node), min, max }
+                Node::Repeat {
+                    node: Box::new(node),
+                    min,
+                    max,
+                }
             }
             c => Node::Char(c),
         };
@@ -809,7 +913,10 @@ fn parse_alternatives(chars: &[char], pos: &mut usize) -> Result<Vec<Vec<Node>>,
 
 fn escape(c: char, pos: &mut usize) -> Node {
     *pos += 1;
-    let class = |ranges: &[(char, char)]| Node::Class { ranges: ranges.to_vec(), negated: false };
+    let class = |ranges: &[(char, char)]| Node::Class {
+        ranges: ranges.to_vec(),
+        negated: false,
+    };
     match c {
         'd' => class(&[('0', '9')]),
         's' => class(&[(' ', ' '), ('\t', '\r')]),
@@ -835,7 +942,9 @@ fn parse_class(chars: &[char], pos: &mut usize) -> Result<Node, String> {
                 Node::Char(c) => ranges.push((c, c)),
                 _ => unreachable!("escape gives a char or a class"),
             },
-            c if chars.get(*pos) == Some(&'-') && chars.get(*pos + 1).is_some_and(|&e| e != ']') => {
+            c if chars.get(*pos) == Some(&'-')
+                && chars.get(*pos + 1).is_some_and(|&e| e != ']') =>
+            {
                 ranges.push((c, chars[*pos + 1]));
                 *pos += 2;
             }
@@ -889,9 +998,19 @@ fn match_node(node: &Node, s: &[char], i: usize, k: &mut dyn FnMut(usize) -> boo
     }
 }
 
-fn repeat(node: &Node, min: usize, max: usize, count: usize, s: &[char], i: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
+fn repeat(
+    node: &Node,
+    min: usize,
+    max: usize,
+    count: usize,
+    s: &[char],
+    i: usize,
+    k: &mut dyn FnMut(usize) -> bool,
+) -> bool {
     if count < max
-        && match_node(node, s, i, &mut |j| (j > i || count < min) && repeat(node, min, max, count + 1, s, j, k))
+        && match_node(node, s, i, &mut |j| {
+            (j > i || count < min) && repeat(node, min, max, count + 1, s, j, k)
+        })
     {
         return true;
     }
@@ -906,12 +1025,20 @@ fn header_patterns_match_like_regular_expressions() {
         ("^kept$", "kept it", false),
         ("^3(\\.0)?$", "3.0\n", true),
         ("^searched \\d+$", "searched 12", true),
-        ("(ToolError|RuntimeError): .*(Access denied|outside allowed)", "ToolError: Error: Access denied - x", true),
+        (
+            "(ToolError|RuntimeError): .*(Access denied|outside allowed)",
+            "ToolError: Error: Access denied - x",
+            true,
+        ),
         ("^\\[1\\]$", "[1]\n", true),
         ("[^a]b", "ab", false),
         ("a.*c", &format!("a{}c", "b".repeat(100_000)), true),
     ];
     for (pattern, text, expected) in cases {
-        assert_eq!(Pattern::new(pattern).expect("parses").is_match(text), expected, "/{pattern}/ on {text:.40}");
+        assert_eq!(
+            Pattern::new(pattern).expect("parses").is_match(text),
+            expected,
+            "/{pattern}/ on {text:.40}"
+        );
     }
 }

@@ -22,10 +22,10 @@ async fn catalog_1000() -> Vec<ToolDef> {
             .env("ODD_TOOLS", "1000")
             .env("ODD_LOG_LEVEL", "WARNING");
     });
-    let client = ()
-        .serve(TokioChildProcess::new(command).expect("spawn odd_server"))
-        .await
-        .expect("MCP handshake with odd_server");
+    let client =
+        ().serve(TokioChildProcess::new(command).expect("spawn odd_server"))
+            .await
+            .expect("MCP handshake with odd_server");
     let tools = client.list_all_tools().await.expect("tools/list");
     let _ = client.cancel().await;
     tools
@@ -35,8 +35,13 @@ async fn catalog_1000() -> Vec<ToolDef> {
             name: t.name.into_owned(),
             description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
             input_schema: Value::Object(Arc::unwrap_or_clone(t.input_schema)),
-            output_schema: t.output_schema.map(|s| Value::Object(Arc::unwrap_or_clone(s))),
-            read_only: t.annotations.and_then(|a| a.read_only_hint).unwrap_or(false),
+            output_schema: t
+                .output_schema
+                .map(|s| Value::Object(Arc::unwrap_or_clone(s))),
+            read_only: t
+                .annotations
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
         })
         .collect()
 }
@@ -57,7 +62,10 @@ async fn intended_tool_in_top_three_for_27_of_30_queries() {
     let mut hits = 0;
     for q in &queries {
         let (query, tool) = (q["query"].as_str().unwrap(), q["tool"].as_str().unwrap());
-        let expected = &sdk.lookup(tool).expect("the intended tool is in the catalog").py_name;
+        let expected = &sdk
+            .lookup(tool)
+            .expect("the intended tool is in the catalog")
+            .py_name;
         let top: Vec<String> = sdk.search(query, 3).into_iter().map(|h| h.name).collect();
         let found = top.contains(expected);
         hits += usize::from(found);
@@ -67,7 +75,11 @@ async fn intended_tool_in_top_three_for_27_of_30_queries() {
         ));
     }
     println!("{hits}/30 in the top 3\n{}", report.join("\n"));
-    assert!(hits >= REQUIRED_TOP3, "{hits}/30 in the top 3:\n{}", report.join("\n"));
+    assert!(
+        hits >= REQUIRED_TOP3,
+        "{hits}/30 in the top 3:\n{}",
+        report.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -78,8 +90,14 @@ async fn describe_tool_gives_signature_docs_and_schema() {
         .describe("billing_refund_invoice")
         .expect("billing_refund_invoice is described");
     let signature = d["signature"].as_str().unwrap();
-    assert!(signature.starts_with("odd_billing_refund_invoice("), "{signature}");
+    assert!(
+        signature.starts_with("odd_billing_refund_invoice("),
+        "{signature}"
+    );
     assert!(d["description"].as_str().unwrap().len() > 40, "{d}");
     assert_eq!(d["input_schema"]["type"], "object", "{d}");
-    assert!(d["parameters"].as_array().is_some_and(|p| !p.is_empty()), "{d}");
+    assert!(
+        d["parameters"].as_array().is_some_and(|p| !p.is_empty()),
+        "{d}"
+    );
 }

@@ -73,6 +73,19 @@ pub struct Settings {
     /// `CODEMCP_MONTY_WORKERS`: most live Monty worker processes in pool
     /// mode, one per active session (default 16).
     pub monty_workers: usize,
+    /// `CODEMCP_OUTPUT`: the text block of an `execute_python` result,
+    /// `compact` (default) or `json`.
+    pub output: OutputFormat,
+}
+
+/// How the text block of an `execute_python` result is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Printed output, then `result: …` and the error, each only when present.
+    #[default]
+    Compact,
+    /// One JSON object with only the non-empty fields.
+    Json,
 }
 
 /// Where the Monty engine runs.
@@ -107,6 +120,7 @@ impl Default for Settings {
             monty_placement: None,
             monty_bin: None,
             monty_workers: 16,
+            output: OutputFormat::Compact,
         }
     }
 }
@@ -136,6 +150,7 @@ impl fmt::Debug for Settings {
             .field("monty_placement", &self.monty_placement)
             .field("monty_bin", &self.monty_bin)
             .field("monty_workers", &self.monty_workers)
+            .field("output", &self.output)
             .finish()
     }
 }
@@ -177,8 +192,11 @@ impl Settings {
             allowed_hosts: env.hosts("CODEMCP_ALLOWED_HOSTS", d.allowed_hosts)?,
             allowed_origins: env.origins("CODEMCP_ALLOWED_ORIGINS", d.allowed_origins)?,
             monty_placement: env.placement("CODEMCP_MONTY")?,
-            monty_bin: env.get("CODEMCP_MONTY_BIN").map(|(_, path)| std::path::PathBuf::from(path)),
+            monty_bin: env
+                .get("CODEMCP_MONTY_BIN")
+                .map(|(_, path)| std::path::PathBuf::from(path)),
             monty_workers: env.count("CODEMCP_MONTY_WORKERS", d.monty_workers)?,
+            output: env.output("CODEMCP_OUTPUT")?,
         })
     }
 }
@@ -235,6 +253,17 @@ impl Env<'_> {
             return Err(bad(var, &raw, &format!("at most {most} {unit} (365 days)")));
         }
         Ok(duration)
+    }
+
+    fn output(&self, var: &str) -> Result<OutputFormat, ConfigError> {
+        let Some((raw, value)) = self.get(var) else {
+            return Ok(OutputFormat::default());
+        };
+        match value.to_ascii_lowercase().as_str() {
+            "compact" => Ok(OutputFormat::Compact),
+            "json" => Ok(OutputFormat::Json),
+            _ => Err(bad(var, &raw, "compact or json")),
+        }
     }
 
     fn placement(&self, var: &str) -> Result<Option<MontyPlacement>, ConfigError> {

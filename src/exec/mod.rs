@@ -151,8 +151,16 @@ impl Engine for monty::MontyEngine {
         )
     }
 
-    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> BoxFuture<'_, Execution> {
-        Box::pin(monty::MontyEngine::run(self, session, request, tools, control))
+    fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
+        Box::pin(monty::MontyEngine::run(
+            self, session, request, tools, control,
+        ))
     }
 
     fn end_session(&self, session: SessionId) {
@@ -166,11 +174,22 @@ impl Engine for monty::MontyEngine {
 
 impl Engine for monty::pool::PoolEngine {
     fn describe(&self) -> String {
-        format!("monty, worker processes ({}): exact per-session limits, crash isolation", self.binary().display())
+        format!(
+            "monty, worker processes ({}): exact per-session limits, crash isolation",
+            self.binary().display()
+        )
     }
 
-    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> BoxFuture<'_, Execution> {
-        Box::pin(monty::pool::PoolEngine::run(self, session, request, tools, control))
+    fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
+        Box::pin(monty::pool::PoolEngine::run(
+            self, session, request, tools, control,
+        ))
     }
 
     fn end_session(&self, session: SessionId) {

@@ -200,17 +200,18 @@ impl SdkFunction {
     }
 
     fn signature_returning(&self, returns: &str) -> String {
-        format!("{} -> {returns}", self.call_signature())
+        format!("{} -> {returns}", self.call_signature(usize::MAX))
     }
 
-    /// `name(a: float, b: float = 1)`, without the return annotation.
-    fn call_signature(&self) -> String {
+    /// `name(a: float, b: float = 1)`, without the return annotation; defaults longer than
+    /// `max_default` characters are shown as `...`.
+    fn call_signature(&self, max_default: usize) -> String {
         let params = if self.variadic_kwargs {
             "**kwargs: Any".to_owned()
         } else {
             self.params
                 .iter()
-                .map(Param::render)
+                .map(|p| p.render(max_default))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -257,12 +258,14 @@ impl SdkFunction {
 
 impl Param {
     /// `name: hint` or `name: hint = default`; optional parameters without a default show `= None`.
-    fn render(&self) -> String {
+    fn render(&self, max_default: usize) -> String {
         if self.required {
             return format!("{}: {}", self.py_name, self.type_hint);
         }
         let default = match &self.default {
-            Some(value) => types::py_literal(value).unwrap_or_else(|| "...".to_owned()),
+            Some(value) => types::py_literal(value)
+                .filter(|l| l.chars().count() <= max_default)
+                .unwrap_or_else(|| "...".to_owned()),
             None => "None".to_owned(),
         };
         format!("{}: {} = {default}", self.py_name, self.type_hint)

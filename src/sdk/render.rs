@@ -7,16 +7,19 @@ use super::naming::{camel_case, is_bindable_identifier, words};
 use super::types::{TypeCtx, py_str};
 
 const SUMMARY_CHARS: usize = 100;
+/// Longer defaults are `...` in the description's one-line signatures (the stub and
+/// `describe_tool` show them in full).
+const LINE_DEFAULT_CHARS: usize = 24;
 const SERVER_LABEL_CHARS: usize = 60;
 /// Object output schemas with more fields get `dict[str, Any]` instead of a `TypedDict`.
 const MAX_TYPED_DICT_FIELDS: usize = 100;
 
 const INTRO: &str = "\
-Run Python (a sandboxed subset). Each function below calls an upstream MCP tool; pass keyword (or positional) arguments. \
-A call returns the tool's structured result as a dict when it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
+Run Python (a sandboxed subset). Each function below calls an upstream MCP tool (keyword or positional arguments) \
+and returns its structured result as a dict if it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
 `await asyncio.gather(f(...), g(...))` runs calls concurrently; in code that uses await, await every call.
-You get what you print plus the last expression (or a variable `result`): filter and aggregate in Python, print only what you need.
-Variables and imports persist across calls in this session. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
+You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.
+State persists across calls in this session. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
 
 const INTRO_NO_TOOLS: &str = "\
 Run Python code. No upstream tools are connected right now; plain Python still runs.
@@ -92,9 +95,10 @@ fn truncate_words(text: &str, max_chars: usize) -> String {
 /// One line per tool. `-> str` is left out: the intro says a call without a declared result
 /// returns the text.
 fn tool_line(f: &SdkFunction) -> String {
+    let call = f.call_signature(LINE_DEFAULT_CHARS);
     let signature = match &f.return_hint {
-        Some(_) => f.signature(),
-        None => f.call_signature(),
+        Some(returns) => format!("{call} -> {returns}"),
+        None => call,
     };
     if f.summary.is_empty() {
         signature
@@ -190,13 +194,24 @@ fn topics_index(
     );
     let mut used = out.chars().count();
     let reserve = INDEX_TAIL.chars().count()
-        + format!("\n… {} more servers ({total} tools) not listed.\n", by_server.len()).len();
+        + format!(
+            "\n… {} more servers ({total} tools) not listed.\n",
+            by_server.len()
+        )
+        .len();
     let available = budget.saturating_sub(reserve);
     let mut omitted = (0usize, 0usize);
     for (i, (server, fs)) in by_server.iter().enumerate() {
-        let header = format!("\n{} ({})", server_label(server), plural(fs.len(), "tool", "tools"));
+        let header = format!(
+            "\n{} ({})",
+            server_label(server),
+            plural(fs.len(), "tool", "tools")
+        );
         if used + header.chars().count() > available {
-            omitted = (by_server.len() - i, by_server.values().skip(i).map(Vec::len).sum());
+            omitted = (
+                by_server.len() - i,
+                by_server.values().skip(i).map(Vec::len).sum(),
+            );
             break;
         }
         // Later servers keep room for at least their headers.
@@ -229,10 +244,25 @@ fn topics_index(
 /// `(word, tools whose name has it)`, most common first, then alphabetical.
 fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
     let own: BTreeSet<String> = words(server).into_iter().collect();
+    let all: BTreeSet<String> = functions.iter().flat_map(|f| words(&f.tool)).collect();
+    // `invoices` counts as `invoice` when both occur.
+    let singular = |w: String| -> String {
+        let candidates = [
+            w.strip_suffix("ies").map(|b| format!("{b}y")),
+            w.strip_suffix("es").map(str::to_owned),
+            w.strip_suffix('s').map(str::to_owned),
+        ];
+        candidates
+            .into_iter()
+            .flatten()
+            .find(|c| c.len() > 1 && all.contains(c))
+            .unwrap_or(w)
+    };
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for f in functions {
         let distinct: BTreeSet<String> = words(&f.tool)
             .into_iter()
+            .map(singular)
             .filter(|w| {
                 w.len() > 1
                     && !w.chars().all(|c| c.is_ascii_digit())

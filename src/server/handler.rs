@@ -17,9 +17,11 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::render::render_text;
+use super::render::render;
+use crate::config::settings::OutputFormat;
 use crate::exec::{
-    Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver, ToolHost,
+    Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver,
+    ToolHost,
 };
 use crate::upstream::Catalog;
 
@@ -31,17 +33,25 @@ pub struct Shared {
     pub catalog: Catalog,
     pub engine: Box<dyn Engine>,
     pub description_budget: usize,
+    /// `CODEMCP_OUTPUT`: the format of a result's text block.
+    pub output: OutputFormat,
     /// Peers of sessions on the `initialize` lifecycle (protocol ≤ 2025-11-25),
     /// which get `notifications/tools/list_changed` pushed directly.
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
 impl Shared {
-    pub fn new(catalog: Catalog, engine: Box<dyn Engine>, description_budget: usize) -> Arc<Self> {
+    pub fn new(
+        catalog: Catalog,
+        engine: Box<dyn Engine>,
+        description_budget: usize,
+        output: OutputFormat,
+    ) -> Arc<Self> {
         let shared = Arc::new(Self {
             catalog,
             engine,
             description_budget,
+            output,
             legacy_peers: Mutex::new(Vec::new()),
         });
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
@@ -156,7 +166,7 @@ impl Gateway {
             }
             Err(error) => input_error(error),
         };
-        tool_result(&execution)
+        tool_result(&execution, self.shared.output)
     }
 }
 
@@ -195,8 +205,8 @@ fn input_error(error: RunError) -> Execution {
     }
 }
 
-fn tool_result(execution: &Execution) -> CallToolResult {
-    let text = render_text(execution);
+fn tool_result(execution: &Execution, output: OutputFormat) -> CallToolResult {
+    let text = render(execution, output);
     let structured = serde_json::to_value(execution).unwrap_or(Value::Null);
     let mut result = if execution.error.is_some() {
         CallToolResult::error(vec![ContentBlock::text(text)])

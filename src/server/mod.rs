@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 pub use self::handler::{Gateway, SDK_URI, Shared, TOOL_NAME};
-pub use self::render::render_text;
+pub use self::render::{render, render_text};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

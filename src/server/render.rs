@@ -1,10 +1,38 @@
 //! The compact text block of an `execute_python` result: what the model reads.
 //! Empty parts are left out; `structuredContent` carries every field anyway.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::config::settings::OutputFormat;
 use crate::exec::Execution;
 
+/// The text block in the format `CODEMCP_OUTPUT` picks.
+pub fn render(execution: &Execution, format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Compact => render_text(execution),
+        OutputFormat::Json => render_json(execution),
+    }
+}
+
+/// One JSON object with the fields the model acts on, empty ones left out; run metadata
+/// (`engine`, `elapsed_ms`, `tool_calls`) stays in `structuredContent`.
+pub fn render_json(execution: &Execution) -> String {
+    const METADATA: &[&str] = &["engine", "elapsed_ms", "tool_calls"];
+    let Ok(Value::Object(fields)) = serde_json::to_value(execution) else {
+        return render_text(execution);
+    };
+    let kept: Map<String, Value> = fields
+        .into_iter()
+        .filter(|(key, value)| {
+            !METADATA.contains(&key.as_str())
+                && !matches!(value, Value::Null | Value::Bool(false))
+                && value.as_str() != Some("")
+        })
+        .collect();
+    Value::Object(kept).to_string()
+}
+
+/// The compact text: printed output, `result: …`, the error; each only when present.
 pub fn render_text(execution: &Execution) -> String {
     let mut text = String::new();
     if let Some(reason) = &execution.escalated {
@@ -62,6 +90,19 @@ mod tests {
         e.result = Some(serde_json::json!({"a": 1}));
         assert_eq!(render_text(&e), "3\nresult: {\"a\":1}\n");
         assert_eq!(render_text(&execution()), "(no output)\n");
+    }
+
+    #[test]
+    fn json_output_keeps_only_non_empty_fields() {
+        let mut e = execution();
+        assert_eq!(render(&e, OutputFormat::Json), "{}");
+        e.stdout = "3\n".into();
+        e.result = Some(serde_json::json!([1, 2]));
+        assert_eq!(
+            render(&e, OutputFormat::Json),
+            r#"{"stdout":"3\n","result":[1,2]}"#
+        );
+        assert_eq!(render(&e, OutputFormat::Compact), "3\nresult: [1,2]\n");
     }
 
     #[test]

@@ -293,7 +293,9 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
 /// Whether `pid` is a live (not zombie) process.
 pub fn process_alive(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/status")) {
-        Ok(status) => !status.lines().any(|l| l.starts_with("State:") && (l.contains("Z (zombie)") || l.contains("X (dead)"))),
+        Ok(status) => !status.lines().any(|l| {
+            l.starts_with("State:") && (l.contains("Z (zombie)") || l.contains("X (dead)"))
+        }),
         Err(_) => false,
     }
 }
@@ -306,8 +308,14 @@ pub fn free_port() -> u16 {
 
 pub async fn wait_for_port(port: u16, within: Duration) {
     let deadline = std::time::Instant::now() + within;
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "nothing listens on 127.0.0.1:{port}");
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on 127.0.0.1:{port}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

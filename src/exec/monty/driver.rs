@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use monty::{MontyRepl, ReplFunctionCall, ReplOsCall, ReplProgress, ReplStartError};
 use monty_types::{
-    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall, PrintWriter,
+    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
+    PrintWriter,
 };
 use serde_json::Value;
 use tokio::runtime::Handle;
@@ -23,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 use super::classify::{Verdict, classify};
 use super::convert::{NotJson, to_json};
 use super::host::{
-    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, ext_result, tool_reply,
+    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, ext_result,
+    tool_reply,
 };
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
@@ -56,7 +58,10 @@ pub struct Job {
 pub enum Ending {
     Value(Value),
     /// A Python exception with what it means.
-    Raised { exc: MontyException, verdict: Verdict },
+    Raised {
+        exc: MontyException,
+        verdict: Verdict,
+    },
     /// The result existed but has no JSON form.
     NotJson(NotJson),
     Cancelled,
@@ -110,7 +115,11 @@ pub fn run(job: Job) -> Finished {
     let mut driver = Driver {
         slot: job.slot,
         out: OutputCapture::new(job.limits.max_output_bytes),
-        host: SuspensionHost::new(job.sdk, job.limits.max_tool_calls, job.limits.max_sleep_total),
+        host: SuspensionHost::new(
+            job.sdk,
+            job.limits.max_tool_calls,
+            job.limits.max_sleep_total,
+        ),
         limits: job.limits,
         tools: job.tools,
         runtime: job.runtime,
@@ -127,12 +136,21 @@ pub fn run(job: Job) -> Finished {
     };
     let (repl, ending) = driver.feed(job.repl, &job.code);
     let (repl, ending) = match (repl, ending) {
-        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => driver.read_result_variable(repl),
+        (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => {
+            driver.read_result_variable(repl)
+        }
         other => other,
     };
     let tool_calls = driver.host.tool_calls;
     let (stdout, truncated) = driver.out.finish();
-    Finished { repl, ending, stdout, truncated, tool_calls, session_bytes: driver.session_bytes }
+    Finished {
+        repl,
+        ending,
+        stdout,
+        truncated,
+        tool_calls,
+        session_bytes: driver.session_bytes,
+    }
 }
 
 /// Whether the snippet may have assigned `result` (the contract's way to return
@@ -205,7 +223,9 @@ impl Driver {
                         let _scope = MemoryScope::enter(self.slot);
                         lookup.resume(answer, PrintWriter::Callback(&mut self.out))
                     }
-                    Err((verdict, exc)) => self.abort(ReplProgress::NameLookup(lookup), verdict, exc),
+                    Err((verdict, exc)) => {
+                        self.abort(ReplProgress::NameLookup(lookup), verdict, exc)
+                    }
                 },
                 ReplProgress::OsCall(os) => self.on_os_call(os),
                 ReplProgress::ResolveFutures(waiting) => {
@@ -306,10 +326,14 @@ impl Driver {
     }
 
     fn on_call(&mut self, call: ReplFunctionCall) -> StepResult {
-        let decision = self.host.on_call(&call.function_name, &call.args, call.object_id.is_some());
+        let decision = self
+            .host
+            .on_call(&call.function_name, &call.args, call.object_id.is_some());
         let tool = match decision {
             CallDecision::Reply(reply) => return self.resume_call(call, reply),
-            CallDecision::Abort(verdict, exc) => return self.abort(ReplProgress::FunctionCall(call), verdict, exc),
+            CallDecision::Abort(verdict, exc) => {
+                return self.abort(ReplProgress::FunctionCall(call), verdict, exc);
+            }
             CallDecision::CallTool(tool) => tool,
         };
         let call_id = call.call_id;
@@ -403,9 +427,7 @@ impl Driver {
         }
         Ok(ready
             .into_iter()
-            .map(|(id, r)| {
-(id, ext_result(r))
-            })
+            .map(|(id, r)| (id, ext_result(r)))
             .collect())
     }
 
@@ -444,19 +466,31 @@ impl Driver {
     fn on_os_call(&mut self, os: ReplOsCall) -> StepResult {
         let request = match &os.function_call {
             OsFunctionCall::Import(module) => OsRequest::Import(module.clone()),
-            OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) => {
-                OsRequest::Sleep { duration: *d, awaitable: false }
-            }
+            OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) => OsRequest::Sleep {
+                duration: *d,
+                awaitable: false,
+            },
             OsFunctionCall::AsyncSleep(d) | OsFunctionCall::AsyncSystemSleep(d) => {
-                OsRequest::Sleep { duration: *d, awaitable: true }
+                OsRequest::Sleep {
+                    duration: *d,
+                    awaitable: true,
+                }
             }
             OsFunctionCall::Getenv(_) | OsFunctionCall::GetEnviron => OsRequest::Environment,
             other => OsRequest::Other(other.name().to_owned()),
         };
-        let awaitable = matches!(request, OsRequest::Sleep { awaitable: true, .. });
+        let awaitable = matches!(
+            request,
+            OsRequest::Sleep {
+                awaitable: true,
+                ..
+            }
+        );
         let reply = match self.host.on_os_call(request) {
             OsDecision::Reply(reply) => reply,
-            OsDecision::Abort(verdict, exc) => return self.abort(ReplProgress::OsCall(os), verdict, exc),
+            OsDecision::Abort(verdict, exc) => {
+                return self.abort(ReplProgress::OsCall(os), verdict, exc);
+            }
             OsDecision::Sleep(d) if awaitable && !os.allow_eager_await => {
                 self.spawn_sleep(os.call_id, d);
                 ExtFunctionResult::Future(os.call_id)
@@ -467,7 +501,10 @@ impl Driver {
                 }
                 if awaitable {
                     let _scope = MemoryScope::enter(self.slot);
-                    return os.resume_eager(Ok(MontyObject::none()), PrintWriter::Callback(&mut self.out));
+                    return os.resume_eager(
+                        Ok(MontyObject::none()),
+                        PrintWriter::Callback(&mut self.out),
+                    );
                 }
                 MontyObject::none().into()
             }
@@ -516,4 +553,3 @@ impl Stop {
         }
     }
 }
-

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use monty_types::{CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult};
+use monty_types::{
+    CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
+};
 use serde_json::{Map, Value};
 
 use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
@@ -39,7 +41,10 @@ pub struct ToolCall {
 /// An OS-level request, as either placement reports it.
 pub enum OsRequest {
     Import(String),
-    Sleep { duration: Duration, awaitable: bool },
+    Sleep {
+        duration: Duration,
+        awaitable: bool,
+    },
     Environment,
     /// Anything else (files, paths, ...), by its Python name.
     Other(String),
@@ -67,7 +72,13 @@ pub fn exception(exc_type: ExcType, msg: impl Into<String>) -> MontyException {
 
 impl SuspensionHost {
     pub fn new(sdk: Arc<Sdk>, max_tool_calls: u32, max_sleep_total: Duration) -> Self {
-        Self { sdk, max_tool_calls, max_sleep_total, tool_calls: 0, slept: Duration::ZERO }
+        Self {
+            sdk,
+            max_tool_calls,
+            max_sleep_total,
+            tool_calls: 0,
+            slept: Duration::ZERO,
+        }
     }
 
     /// A bare name the snippet read that is not defined.
@@ -76,7 +87,10 @@ impl SuspensionHost {
             return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
         }
         if let Some(f) = self.sdk.get(name) {
-            return Ok(NameLookupResult::Value(MontyObject::function(name, Some(f.summary.clone()))));
+            return Ok(NameLookupResult::Value(MontyObject::function(
+                name,
+                Some(f.summary.clone()),
+            )));
         }
         match classify_missing_name(name) {
             Some(reason) => Err(unsupported(reason)),
@@ -172,20 +186,37 @@ impl SuspensionHost {
     }
 
     fn search_tools(&self, args: &CallArgs) -> ExtFunctionResult {
-        let query = args.arg(0).or_else(|| args.kwarg("query")).and_then(|v| v.as_str().map(str::to_owned));
+        let query = args
+            .arg(0)
+            .or_else(|| args.kwarg("query"))
+            .and_then(|v| v.as_str().map(str::to_owned));
         let Some(query) = query else {
-            return exception(ExcType::TypeError, "search_tools(query: str, limit: int = 10) needs a query string")
-                .into();
+            return exception(
+                ExcType::TypeError,
+                "search_tools(query: str, limit: int = 10) needs a query string",
+            )
+            .into();
         };
-        let limit = args.arg(1).or_else(|| args.kwarg("limit")).and_then(|v| v.as_int()).unwrap_or(10);
+        let limit = args
+            .arg(1)
+            .or_else(|| args.kwarg("limit"))
+            .and_then(|v| v.as_int())
+            .unwrap_or(10);
         let hits = self.sdk.search(&query, limit.clamp(1, 100) as usize);
         to_monty(&serde_json::to_value(hits).unwrap_or(Value::Null)).into()
     }
 
     fn describe_tool(&self, args: &CallArgs) -> ExtFunctionResult {
-        let name = args.arg(0).or_else(|| args.kwarg("name")).and_then(|v| v.as_str().map(str::to_owned));
+        let name = args
+            .arg(0)
+            .or_else(|| args.kwarg("name"))
+            .and_then(|v| v.as_str().map(str::to_owned));
         let Some(name) = name else {
-            return exception(ExcType::TypeError, "describe_tool(name: str) needs a tool name").into();
+            return exception(
+                ExcType::TypeError,
+                "describe_tool(name: str) needs a tool name",
+            )
+            .into();
         };
         match self.sdk.describe(&name) {
             Some(doc) => to_monty(&doc).into(),
@@ -199,14 +230,25 @@ impl SuspensionHost {
 }
 
 fn unsupported(reason: String) -> (Verdict, MontyException) {
-    let exc = exception(ExcType::NotImplementedError, format!("Monty does not support {reason}"));
+    let exc = exception(
+        ExcType::NotImplementedError,
+        format!("Monty does not support {reason}"),
+    );
     (Verdict::Unsupported { reason }, exc)
 }
 
 /// Maps the call's Python arguments onto the tool's JSON arguments.
-fn bind(name: &str, function: &crate::sdk::SdkFunction, args: &CallArgs) -> Result<Map<String, Value>, MontyException> {
-    let not_json =
-        |what: String, e: NotJson| exception(ExcType::TypeError, format!("{name}(): {what} cannot be sent to the tool: {e}"));
+fn bind(
+    name: &str,
+    function: &crate::sdk::SdkFunction,
+    args: &CallArgs,
+) -> Result<Map<String, Value>, MontyException> {
+    let not_json = |what: String, e: NotJson| {
+        exception(
+            ExcType::TypeError,
+            format!("{name}(): {what} cannot be sent to the tool: {e}"),
+        )
+    };
     let mut positional = Vec::new();
     for (i, arg) in args.args().enumerate() {
         positional.push(json_of(arg).map_err(|e| not_json(format!("argument {}", i + 1), e))?);
@@ -217,11 +259,16 @@ fn bind(name: &str, function: &crate::sdk::SdkFunction, args: &CallArgs) -> Resu
         let value = json_of(value).map_err(|e| not_json(format!("argument '{key}'"), e))?;
         keywords.push((key, value));
     }
-    function.bind_args(positional, keywords).map_err(|e| exception(ExcType::TypeError, e.to_string()))
+    function
+        .bind_args(positional, keywords)
+        .map_err(|e| exception(ExcType::TypeError, e.to_string()))
 }
 
 /// A finished tool call as the sandbox sees it.
-pub fn tool_reply(result: Result<Value, ToolFailure>, unwrap: bool) -> Result<MontyObject, MontyException> {
+pub fn tool_reply(
+    result: Result<Value, ToolFailure>,
+    unwrap: bool,
+) -> Result<MontyObject, MontyException> {
     match result {
         Ok(value) => Ok(to_monty(&if unwrap { unwrap_result(value) } else { value })),
         // `ToolError` is `RuntimeError` in Monty (no user exception classes).

@@ -147,7 +147,10 @@ impl MontyEngine {
 
     fn session(&self, id: SessionId) -> Result<Arc<AsyncMutex<Session>>, RunError> {
         self.sessions
-            .get_or_create(id, || Session { repl: None, slot: SessionSlot::allocate() })
+            .get_or_create(id, || Session {
+                repl: None,
+                slot: SessionSlot::allocate(),
+            })
             .map_err(busy)
     }
 
@@ -251,12 +254,25 @@ impl MontyEngine {
                 return;
             }
         };
-        let Finished { ending, stdout, truncated, tool_calls, session_bytes, .. } = *finished;
+        let Finished {
+            ending,
+            stdout,
+            truncated,
+            tool_calls,
+            session_bytes,
+            ..
+        } = *finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
         let limit_hint = |exc: &MontyException| self.limit_hint(exc, session_bytes);
-        record_ending(execution, ending, self.limits.max_result_bytes, session_reset, &limit_hint);
+        record_ending(
+            execution,
+            ending,
+            self.limits.max_result_bytes,
+            session_reset,
+            &limit_hint,
+        );
     }
 
     fn limit_hint(&self, exc: &MontyException, slot_bytes: usize) -> String {
@@ -297,8 +313,12 @@ fn record_ending(
         },
         Ending::NotJson(e) => {
             execution.error = Some(
-                RunError::new(ErrorKind::Python, "TypeError", format!("the result cannot be returned: {e}"))
-                    .with_hint("return a dict, list, str or number, or print what you need"),
+                RunError::new(
+                    ErrorKind::Python,
+                    "TypeError",
+                    format!("the result cannot be returned: {e}"),
+                )
+                .with_hint("return a dict, list, str or number, or print what you need"),
             );
         }
         Ending::Cancelled => execution.error = Some(cancelled()),
@@ -310,12 +330,19 @@ fn record_ending(
     }
 }
 
-fn describe_failure(exc: &MontyException, verdict: &Verdict, limit_hint: &dyn Fn(&MontyException) -> String) -> RunError {
+fn describe_failure(
+    exc: &MontyException,
+    verdict: &Verdict,
+    limit_hint: &dyn Fn(&MontyException) -> String,
+) -> RunError {
     let exc_type = exc.exc_type().to_string();
     let message = exc.message().unwrap_or_default().to_owned();
     let (kind, hint) = match verdict {
         Verdict::Genuine => (ErrorKind::Python, genuine_hint(exc)),
-        Verdict::Suspect { reason } => (ErrorKind::Python, Some(format!("{reason}; if so, rewrite that part"))),
+        Verdict::Suspect { reason } => (
+            ErrorKind::Python,
+            Some(format!("{reason}; if so, rewrite that part")),
+        ),
         Verdict::Unsupported { reason } => (ErrorKind::Unsupported, Some(unsupported_hint(reason))),
         Verdict::Limit => (ErrorKind::Limit, Some(limit_hint(exc))),
     };
@@ -349,7 +376,10 @@ fn busy(full: TableFull) -> RunError {
     RunError::new(
         ErrorKind::Limit,
         "RuntimeError",
-        format!("all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again", full.0),
+        format!(
+            "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
+            full.0
+        ),
     )
 }
 

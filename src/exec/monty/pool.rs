@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use monty_pool::{Checkout, Pool, PoolConfig, PoolError, ReplConfig, ResumeValue, TurnEvent, on_print_sync};
+use monty_pool::{
+    Checkout, Pool, PoolConfig, PoolError, ReplConfig, ResumeValue, TurnEvent, on_print_sync,
+};
 use monty_types::{
     ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, ResourceLimits,
 };
@@ -25,7 +27,9 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::classify::{Verdict, classify};
 use super::convert::to_json;
 use super::driver::{Ending, mentions_result, uses_async};
-use super::host::{CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply};
+use super::host::{
+    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply,
+};
 use super::output::OutputCapture;
 use super::sessions::SessionTable;
 use super::{MontyLimits, busy, cancelled, record_ending};
@@ -48,7 +52,9 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolStartError {
-    #[error("pool mode needs the `monty` worker binary and none was found (looked at {looked}); install it: {INSTALL_HINT}")]
+    #[error(
+        "pool mode needs the `monty` worker binary and none was found (looked at {looked}); install it: {INSTALL_HINT}"
+    )]
     NoBinary { looked: String },
     #[error("the Monty worker binary {path} does not run: {message}; reinstall it: {INSTALL_HINT}")]
     BadBinary { path: String, message: String },
@@ -61,7 +67,11 @@ pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStar
         return Ok(path.to_owned());
     }
     let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|dir| dir.join("monty")).collect())
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|dir| dir.join("monty"))
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(home) = std::env::var_os("HOME") {
         candidates.push(PathBuf::from(home).join(".local/share/codemcp/monty-runtime/bin/monty"));
@@ -70,12 +80,30 @@ pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStar
         .iter()
         .find(|p| p.is_file())
         .cloned()
-        .ok_or_else(|| PoolStartError::NoBinary { looked: "CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin".into() })
+        .ok_or_else(|| PoolStartError::NoBinary {
+            looked: "CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin".into(),
+        })
 }
 
 /// One session's worker, kept between calls; `None` after it was lost.
 struct PoolSession {
     checkout: Option<Checkout>,
+}
+
+impl Drop for PoolSession {
+    /// A session that ends cleanly hands its worker back (reset) for reuse;
+    /// dropping a `Checkout` unfinished would kill the worker instead.
+    fn drop(&mut self) {
+        if let (Some(checkout), Ok(runtime)) =
+            (self.checkout.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(async move {
+                if let Err(e) = checkout.finish().await {
+                    tracing::debug!(target: "codemcp::exec", error = %e, "returning a Monty worker failed; it was discarded");
+                }
+            });
+        }
+    }
 }
 
 pub struct PoolEngine {
@@ -86,19 +114,30 @@ pub struct PoolEngine {
 }
 
 impl PoolEngine {
-    pub async fn start(limits: MontyLimits, binary: PathBuf, max_workers: usize) -> Result<Self, PoolStartError> {
+    pub async fn start(
+        limits: MontyLimits,
+        binary: PathBuf,
+        max_workers: usize,
+    ) -> Result<Self, PoolStartError> {
         let mut config = PoolConfig::subprocess(binary.clone());
         config.min_processes = 1;
         config.max_processes = max_workers.max(1);
         config.checkout_timeout = Some(CHECKOUT_TIMEOUT);
         config.request_timeout = Some(limits.exec_timeout + BACKSTOP);
         config.max_checkouts_per_worker = Some(CHECKOUTS_PER_WORKER);
-        let pool = Pool::new(config).await.map_err(|e| PoolStartError::BadBinary {
-            path: binary.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let pool = Pool::new(config)
+            .await
+            .map_err(|e| PoolStartError::BadBinary {
+                path: binary.display().to_string(),
+                message: e.to_string(),
+            })?;
         let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
-        Ok(Self { limits, pool, binary, sessions })
+        Ok(Self {
+            limits,
+            pool,
+            binary,
+            sessions,
+        })
     }
 
     pub fn binary(&self) -> &Path {
@@ -124,12 +163,24 @@ impl PoolEngine {
             .max_feed_duration(self.limits.exec_timeout)
             .max_turn_duration(self.limits.exec_timeout)
             .max_suspensions(usize::MAX);
-        ReplConfig { limits: Some(limits), print_flush_interval: Some(Duration::from_millis(50)), ..ReplConfig::default() }
+        ReplConfig {
+            limits: Some(limits),
+            print_flush_interval: Some(Duration::from_millis(50)),
+            ..ReplConfig::default()
+        }
     }
 
-    pub async fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> Execution {
+    pub async fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
         let started = Instant::now();
-        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| t.min(self.limits.exec_timeout));
+        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| {
+            t.min(self.limits.exec_timeout)
+        });
         let deadline = started + wall;
         let mut execution = Execution {
             stdout: String::new(),
@@ -145,7 +196,10 @@ impl PoolEngine {
             execution.error = Some(error);
             return execution;
         }
-        let state = match self.sessions.get_or_create(session, || PoolSession { checkout: None }) {
+        let state = match self
+            .sessions
+            .get_or_create(session, || PoolSession { checkout: None })
+        {
             Ok(state) => state,
             Err(full) => {
                 execution.error = Some(busy(full));
@@ -168,8 +222,17 @@ impl PoolEngine {
                 }
             }
         }
-        let Some(checkout) = guard.checkout.as_mut() else { return execution };
-        let mut run = PoolRun::new(&self.limits, tools.sdk(), tools, control, deadline, &request.code);
+        let Some(checkout) = guard.checkout.as_mut() else {
+            return execution;
+        };
+        let mut run = PoolRun::new(
+            &self.limits,
+            tools.sdk(),
+            tools,
+            control,
+            deadline,
+            &request.code,
+        );
         let ending = run.drive(checkout, &request.code).await;
         let lost = run.lost || checkout.worker_id().is_none();
         if lost {
@@ -181,28 +244,49 @@ impl PoolEngine {
         execution.tool_calls = run.host.tool_calls;
         let budget = self.limits.memory_limit;
         let limit_hint = move |exc: &MontyException| limit_hint(exc, budget);
-        record_ending(&mut execution, ending, self.limits.max_result_bytes, lost, &limit_hint);
+        record_ending(
+            &mut execution,
+            ending,
+            self.limits.max_result_bytes,
+            lost,
+            &limit_hint,
+        );
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution
     }
 
     async fn new_checkout(&self) -> Result<Checkout, RunError> {
-        let mut checkout = self.pool.checkout(&self.repl_config()).await.map_err(|e| match e {
-            PoolError::Exhausted => RunError::new(
-                ErrorKind::Limit,
-                "RuntimeError",
-                format!(
-                    "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
-                    self.pool_size()
+        let mut checkout = self
+            .pool
+            .checkout(&self.repl_config())
+            .await
+            .map_err(|e| match e {
+                PoolError::Exhausted => RunError::new(
+                    ErrorKind::Limit,
+                    "RuntimeError",
+                    format!(
+                        "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
+                        self.pool_size()
+                    ),
                 ),
-            ),
-            other => RunError::new(ErrorKind::Internal, "SystemError", format!("cannot start a Monty worker: {other}")),
-        })?;
+                other => RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("cannot start a Monty worker: {other}"),
+                ),
+            })?;
         // Monty has no user exception classes; `ToolError` is `RuntimeError`.
         let mut quiet = on_print_sync(|_, _| {});
-        match checkout.feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet).await {
+        match checkout
+            .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
+            .await
+        {
             Ok(TurnEvent::Complete(_)) => Ok(checkout),
-            other => Err(RunError::new(ErrorKind::Internal, "SystemError", format!("a new Monty worker failed: {other:?}"))),
+            other => Err(RunError::new(
+                ErrorKind::Internal,
+                "SystemError",
+                format!("a new Monty worker failed: {other:?}"),
+            )),
         }
     }
 
@@ -214,7 +298,10 @@ impl PoolEngine {
 fn limit_hint(exc: &MontyException, budget: usize) -> String {
     let reset = "this session's variables were discarded";
     if exc.exc_type() == ExcType::MemoryError {
-        format!("{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once", budget >> 20)
+        format!(
+            "{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once",
+            budget >> 20
+        )
     } else {
         format!("{reset}; do less work per call (smaller batches, fewer iterations)")
     }
@@ -287,22 +374,38 @@ impl PoolRun {
         std::mem::replace(&mut *out, OutputCapture::new(0)).finish()
     }
 
-    fn printer(&self) -> impl FnMut(monty_types::PrintStream, &str) -> monty_pool::PrintFuture + Send + use<> {
+    fn printer(
+        &self,
+    ) -> impl FnMut(monty_types::PrintStream, &str) -> monty_pool::PrintFuture + Send + use<> {
         let out = self.out.clone();
-        on_print_sync(move |_, text| out.lock().unwrap_or_else(PoisonError::into_inner).push_text(text))
+        on_print_sync(move |_, text| {
+            out.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_text(text)
+        })
     }
 
     async fn drive(&mut self, checkout: &mut Checkout, code: &str) -> Ending {
         let mut print = self.printer();
-        let first = self.turn(checkout.feed(code.to_owned(), vec![], vec![], true, &mut print)).await;
+        let first = self
+            .turn(checkout.feed(code.to_owned(), vec![], vec![], true, &mut print))
+            .await;
         let ending = self.answer_until_done(checkout, first).await;
         match ending {
             Ending::Value(Value::Null) if !self.lost && mentions_result(code) => {
                 let mut print = self.printer();
-                match self.turn(checkout.feed("result", vec![], vec![], true, &mut print)).await {
+                match self
+                    .turn(checkout.feed("result", vec![], vec![], true, &mut print))
+                    .await
+                {
                     Ok(TurnEvent::Complete(value)) => completed(&value),
                     Ok(TurnEvent::NameLookup { .. }) => {
-                        let answer = self.turn(checkout.resume_name_lookup(NameLookupResult::Undefined, &mut print)).await;
+                        let answer = self
+                            .turn(
+                                checkout
+                                    .resume_name_lookup(NameLookupResult::Undefined, &mut print),
+                            )
+                            .await;
                         match answer {
                             Ok(TurnEvent::Complete(value)) => completed(&value),
                             _ => Ending::Value(Value::Null),
@@ -317,7 +420,10 @@ impl PoolRun {
 
     /// One worker turn, bounded by the run's deadline and cancellation. Giving up
     /// mid-turn leaves the worker in an unknown state, so it is discarded.
-    async fn turn(&mut self, fut: impl Future<Output = Result<TurnEvent, PoolError>>) -> Result<TurnEvent, PoolError> {
+    async fn turn(
+        &mut self,
+        fut: impl Future<Output = Result<TurnEvent, PoolError>>,
+    ) -> Result<TurnEvent, PoolError> {
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         tokio::select! {
             result = fut => result,
@@ -332,7 +438,11 @@ impl PoolRun {
         }
     }
 
-    async fn answer_until_done(&mut self, checkout: &mut Checkout, first: Result<TurnEvent, PoolError>) -> Ending {
+    async fn answer_until_done(
+        &mut self,
+        checkout: &mut Checkout,
+        first: Result<TurnEvent, PoolError>,
+    ) -> Ending {
         let mut event = first;
         loop {
             let turn = match event {
@@ -346,32 +456,54 @@ impl PoolRun {
             }
             let mut print = self.printer();
             event = match turn {
-                TurnEvent::FunctionCall { function_name, args, call_id, object_id, allow_eager_await, .. } => {
-                    match self.host.on_call(&function_name, &args, object_id.is_some()) {
-                        CallDecision::Reply(reply) => self.turn(checkout.resume(resume_value(reply), &mut print)).await,
+                TurnEvent::FunctionCall {
+                    function_name,
+                    args,
+                    call_id,
+                    object_id,
+                    allow_eager_await,
+                    ..
+                } => {
+                    match self
+                        .host
+                        .on_call(&function_name, &args, object_id.is_some())
+                    {
+                        CallDecision::Reply(reply) => {
+                            self.turn(checkout.resume(resume_value(reply), &mut print))
+                                .await
+                        }
                         CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
                         CallDecision::CallTool(tool) => {
                             let call = self.call_tool(call_id, tool);
                             if allow_eager_await {
                                 match self.wait_for(call_id, call).await {
                                     Ok(reply) => {
-                                        self.turn(checkout.resume_futures(vec![(call_id, answer(reply))], &mut print)).await
+                                        self.turn(checkout.resume_futures(
+                                            vec![(call_id, answer(reply))],
+                                            &mut print,
+                                        ))
+                                        .await
                                     }
                                     Err(stop) => return self.stopped(stop),
                                 }
                             } else if self.async_mode {
                                 self.inflight.push(call);
-                                self.turn(checkout.resume(ResumeValue::Future, &mut print)).await
+                                self.turn(checkout.resume(ResumeValue::Future, &mut print))
+                                    .await
                             } else {
                                 match self.wait_for(call_id, call).await {
-                                    Ok(reply) => self.turn(checkout.resume(answer(reply), &mut print)).await,
+                                    Ok(reply) => {
+                                        self.turn(checkout.resume(answer(reply), &mut print)).await
+                                    }
                                     Err(stop) => return self.stopped(stop),
                                 }
                             }
                         }
                     }
                 }
-                TurnEvent::NameLookup { name, object_id, .. } => {
+                TurnEvent::NameLookup {
+                    name, object_id, ..
+                } => {
                     let answer = if object_id.is_some() {
                         Ok(NameLookupResult::Undefined)
                     } else {
@@ -384,37 +516,65 @@ impl PoolRun {
                             NameLookupResult::Error(exc)
                         }
                     };
-                    self.turn(checkout.resume_name_lookup(answer, &mut print)).await
+                    self.turn(checkout.resume_name_lookup(answer, &mut print))
+                        .await
                 }
-                TurnEvent::OsCall { function_name, args, call_id, allow_eager_await, system_sleep, .. } => {
+                TurnEvent::OsCall {
+                    function_name,
+                    args,
+                    call_id,
+                    allow_eager_await,
+                    system_sleep,
+                    ..
+                } => {
                     let request = match system_sleep {
-                        Some(duration) => OsRequest::Sleep { duration, awaitable: function_name.contains("async") },
-                        None if function_name == monty_types::IMPORT_CALL => {
-                            OsRequest::Import(args.arg(0).and_then(|a| a.as_str().map(str::to_owned)).unwrap_or_default())
-                        }
-                        None if function_name.starts_with("os.getenv") || function_name.starts_with("os.environ") => {
+                        Some(duration) => OsRequest::Sleep {
+                            duration,
+                            awaitable: function_name.contains("async"),
+                        },
+                        None if function_name == monty_types::IMPORT_CALL => OsRequest::Import(
+                            args.arg(0)
+                                .and_then(|a| a.as_str().map(str::to_owned))
+                                .unwrap_or_default(),
+                        ),
+                        None if function_name.starts_with("os.getenv")
+                            || function_name.starts_with("os.environ") =>
+                        {
                             OsRequest::Environment
                         }
                         None => OsRequest::Other(function_name.clone()),
                     };
-                    let awaitable = matches!(request, OsRequest::Sleep { awaitable: true, .. });
+                    let awaitable = matches!(
+                        request,
+                        OsRequest::Sleep {
+                            awaitable: true,
+                            ..
+                        }
+                    );
                     match self.host.on_os_call(request) {
-                        OsDecision::Reply(reply) => self.turn(checkout.resume(resume_value(reply), &mut print)).await,
+                        OsDecision::Reply(reply) => {
+                            self.turn(checkout.resume(resume_value(reply), &mut print))
+                                .await
+                        }
                         OsDecision::Abort(verdict, exc) => {
                             if matches!(verdict, Verdict::Limit) {
                                 return self.abort(verdict, exc);
                             }
                             // Unsupported imports: raise in the sandbox, keep the session.
                             self.remember(&exc, verdict);
-                            self.turn(checkout.resume(ResumeValue::Error(exc), &mut print)).await
+                            self.turn(checkout.resume(ResumeValue::Error(exc), &mut print))
+                                .await
                         }
                         OsDecision::Sleep(d) if awaitable && !allow_eager_await => {
-                            self.inflight.push(async move {
-                                tokio::time::sleep(d).await;
-                                (call_id, Ok(MontyObject::none()))
-                            }
-                            .boxed());
-                            self.turn(checkout.resume(ResumeValue::Future, &mut print)).await
+                            self.inflight.push(
+                                async move {
+                                    tokio::time::sleep(d).await;
+                                    (call_id, Ok(MontyObject::none()))
+                                }
+                                .boxed(),
+                            );
+                            self.turn(checkout.resume(ResumeValue::Future, &mut print))
+                                .await
                         }
                         OsDecision::Sleep(d) => {
                             if let Err(stop) = self.sleep(d).await {
@@ -422,17 +582,23 @@ impl PoolRun {
                             }
                             let none = ResumeValue::Return(MontyObject::none());
                             if awaitable {
-                                self.turn(checkout.resume_futures(vec![(call_id, none)], &mut print)).await
+                                self.turn(
+                                    checkout.resume_futures(vec![(call_id, none)], &mut print),
+                                )
+                                .await
                             } else {
                                 self.turn(checkout.resume(none, &mut print)).await
                             }
                         }
                     }
                 }
-                TurnEvent::ResolveFutures { pending_call_ids, .. } => match self.wait_any(&pending_call_ids).await {
+                TurnEvent::ResolveFutures {
+                    pending_call_ids, ..
+                } => match self.wait_any(&pending_call_ids).await {
                     Ok(results) => {
                         let results = results.into_iter().map(|(id, r)| (id, answer(r))).collect();
-                        self.turn(checkout.resume_futures(results, &mut print)).await
+                        self.turn(checkout.resume_futures(results, &mut print))
+                            .await
                     }
                     Err(stop) => return self.stopped(stop),
                 },
@@ -454,7 +620,11 @@ impl PoolRun {
         }
     }
 
-    async fn wait_for(&mut self, call_id: u32, call: BoxFuture<'static, (u32, CallResult)>) -> Result<CallResult, Stop> {
+    async fn wait_for(
+        &mut self,
+        call_id: u32,
+        call: BoxFuture<'static, (u32, CallResult)>,
+    ) -> Result<CallResult, Stop> {
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         let result = tokio::select! {
             (_, result) = call => result,
@@ -468,8 +638,10 @@ impl PoolRun {
 
     async fn wait_any(&mut self, pending: &[u32]) -> Result<Vec<(u32, CallResult)>, Stop> {
         loop {
-            let ready: Vec<(u32, CallResult)> =
-                pending.iter().filter_map(|id| self.early.remove(id).map(|r| (*id, r))).collect();
+            let ready: Vec<(u32, CallResult)> = pending
+                .iter()
+                .filter_map(|id| self.early.remove(id).map(|r| (*id, r)))
+                .collect();
             if !ready.is_empty() {
                 return Ok(ready);
             }
@@ -479,7 +651,9 @@ impl PoolRun {
                 () = tokio::time::sleep(remaining) => return Err(Stop::Deadline),
                 () = self.control.cancel.cancelled() => return Err(Stop::Cancelled),
             };
-            let Some((id, result)) = next else { return Err(Stop::Deadline) };
+            let Some((id, result)) = next else {
+                return Err(Stop::Deadline);
+            };
             self.count_completed();
             self.early.insert(id, result);
             while let Some(Some((id, result))) = self.inflight.next().now_or_never() {
@@ -515,7 +689,10 @@ impl PoolRun {
         self.lost = true;
         match stop {
             Stop::Deadline => Ending::Raised {
-                exc: exception(ExcType::TimeoutError, "run time limit exceeded (CODEMCP_EXEC_TIMEOUT_MS or the call's timeout_ms)"),
+                exc: exception(
+                    ExcType::TimeoutError,
+                    "run time limit exceeded (CODEMCP_EXEC_TIMEOUT_MS or the call's timeout_ms)",
+                ),
                 verdict: Verdict::Limit,
             },
             Stop::Cancelled => Ending::Cancelled,
@@ -526,7 +703,9 @@ impl PoolRun {
         match error {
             PoolError::Runtime(exc) => {
                 let verdict = match &self.host_verdict {
-                    Some((message, verdict)) if exc.message() == Some(message.as_str()) => verdict.clone(),
+                    Some((message, verdict)) if exc.message() == Some(message.as_str()) => {
+                        verdict.clone()
+                    }
                     _ => classify(&exc),
                 };
                 if matches!(verdict, Verdict::Limit) {
@@ -540,7 +719,10 @@ impl PoolRun {
                     return Ending::Cancelled;
                 }
                 Ending::Raised {
-                    exc: exception(ExcType::TimeoutError, "run time limit exceeded; the sandbox process was stopped"),
+                    exc: exception(
+                        ExcType::TimeoutError,
+                        "run time limit exceeded; the sandbox process was stopped",
+                    ),
                     verdict: Verdict::Limit,
                 }
             }
@@ -554,7 +736,9 @@ impl PoolRun {
                 Ending::Raised {
                     exc: exception(
                         ExcType::RuntimeError,
-                        format!("the sandbox process crashed; this session's state was lost ({other})"),
+                        format!(
+                            "the sandbox process crashed; this session's state was lost ({other})"
+                        ),
                     ),
                     verdict: Verdict::Limit,
                 }

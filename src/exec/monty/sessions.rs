@@ -27,7 +27,11 @@ pub struct TableFull(pub usize);
 
 impl<S> SessionTable<S> {
     pub fn new(idle: Duration, max: usize) -> Self {
-        Self { entries: Mutex::new(HashMap::new()), idle, max }
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            idle,
+            max,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Entry<S>>> {
@@ -37,7 +41,11 @@ impl<S> SessionTable<S> {
 
     /// The session's state, made with `create` when it is new. Makes room by
     /// dropping idle-expired sessions, then the least recently used idle one.
-    pub fn get_or_create(&self, id: SessionId, create: impl FnOnce() -> S) -> Result<Arc<AsyncMutex<S>>, TableFull> {
+    pub fn get_or_create(
+        &self,
+        id: SessionId,
+        create: impl FnOnce() -> S,
+    ) -> Result<Arc<AsyncMutex<S>>, TableFull> {
         let mut entries = self.lock();
         if let Some(entry) = entries.get_mut(&id) {
             entry.last_used = Instant::now();
@@ -59,7 +67,13 @@ impl<S> SessionTable<S> {
             }
         }
         let state = Arc::new(AsyncMutex::new(create()));
-        entries.insert(id, Entry { state: state.clone(), last_used: Instant::now() });
+        entries.insert(
+            id,
+            Entry {
+                state: state.clone(),
+                last_used: Instant::now(),
+            },
+        );
         Ok(state)
     }
 
