@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::settings::OutputFormat;
 use crate::config::{self, MontyPlacement, Settings};
 use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
 use crate::exec::monty::{MontyEngine, MontyLimits};
@@ -93,7 +94,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Exec { code } => {
             let engine = engine(&settings, MontyPlacement::InProcess).await?;
-            return Ok(exec_once(catalog, engine.as_ref(), code).await);
+            return Ok(exec_once(catalog, engine.as_ref(), code, settings.output).await);
         }
         Command::Sdk => {
             let sdk = catalog.sdk();
@@ -138,7 +139,7 @@ async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn 
     Ok(engine)
 }
 
-async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String) -> ExitCode {
+async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String, output: OutputFormat) -> ExitCode {
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
     let execution = engine
         .run(
@@ -151,7 +152,7 @@ async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String) -> ExitC
             RunControl::default(),
         )
         .await;
-    print!("{}", server::render(&execution, settings.output));
+    print!("{}", server::render(&execution, output));
     if execution.error.is_some() {
         ExitCode::FAILURE
     } else {
