@@ -360,10 +360,13 @@ async def amain(a: argparse.Namespace) -> int:
     env = dict(os.environ, CODEMCP_LOG=os.environ.get("CODEMCP_LOG", "warn"))
     errlog_path = tmp / "stderr.log"
 
-    print(f"codemcp latency bench - mcp {pkg_version('mcp')} client, mode {a.mode}, {os.cpu_count()} CPUs")
+    print(f"codemcp latency bench - mcp {pkg_version('mcp')} client, mode {a.mode}")
     print(f"  binary  {a.codemcp}")
     print(f"  config  {config}   (children's stderr: {errlog_path})")
     print(f"  n = {a.iterations} (a, b, c), {a.iterations_d} (d); warm-up {a.warmup} each; soak {a.soak}")
+    load = os.getloadavg()[0]
+    busy = "   - busy machine: every hop waits for a CPU, expect inflated ratios" if load >= 1.0 else ""
+    print(f"  load average (1 min) {load:.2f} on {os.cpu_count()} CPUs{busy}")
 
     def fatal(msg: str) -> int:
         print(f"FATAL: {msg}\n  children's stderr: {errlog_path}")

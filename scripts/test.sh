@@ -13,7 +13,8 @@ scripts/test-deps.sh
 . .deps/env.sh
 
 CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$ROOT/.deps/monty-runtime")"
-export CODEMCP_MONTY_BIN
+CODEMCP_PYTHON="$(scripts/install-worker-python.sh "$ROOT/.deps/worker-python")"
+export CODEMCP_MONTY_BIN CODEMCP_PYTHON
 
 # monty 1.x declares rust-version 1.96; it builds fine on 1.95 with this flag.
 # Stdio gateways run Monty in-process and HTTP gateways in worker processes by

@@ -9,9 +9,11 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::settings::OutputFormat;
-use crate::config::{self, MontyPlacement, Settings};
+use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
 use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
 use crate::exec::monty::{MontyEngine, MontyLimits};
+use crate::exec::router::Router;
+use crate::exec::worker::{HostWorkers, WorkerEngine, WorkerLimits, find_python};
 use crate::exec::{Engine, RunControl, RunRequest, SessionId, ToolHost};
 use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::Catalog;
@@ -122,8 +124,42 @@ fn limits(settings: &Settings) -> MontyLimits {
     }
 }
 
-/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
+/// The engine `CODEMCP_ISOLATION` asks for: Monty (in the placement
+/// `CODEMCP_MONTY` asks for, else `default`) with its fallback, or CPython only.
 async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn Engine>, String> {
+    let engine: Box<dyn Engine> = match settings.isolation {
+        Isolation::Monty => {
+            let monty = monty_engine(settings, default).await?;
+            let (fallback, hint) = match settings.fallback {
+                Fallback::Host => (Some(host_workers(settings).await?), String::new()),
+                Fallback::Docker => return Err("CODEMCP_FALLBACK=docker: the Docker worker is not available in this build yet; use CODEMCP_FALLBACK=host (trusted agents only) or none".into()),
+                Fallback::Auto => (None, "No CPython fallback is enabled: to run such code in full CPython, start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox).".to_owned()),
+                Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none).".to_owned()),
+            };
+            Box::new(Router::new(monty, fallback, hint))
+        }
+        Isolation::HostSystem => Box::new(HostWorkers(host_workers(settings).await?)),
+        Isolation::Docker => return Err("CODEMCP_ISOLATION=DOCKER: the Docker worker is not available in this build yet; use MONTY (default) or HOST_SYSTEM (trusted agents only)".into()),
+    };
+    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
+    Ok(engine)
+}
+
+async fn host_workers(settings: &Settings) -> Result<std::sync::Arc<WorkerEngine>, String> {
+    let limits = WorkerLimits {
+        exec_timeout: settings.exec_timeout,
+        max_output_bytes: settings.max_output_bytes,
+        max_result_bytes: settings.max_result_bytes,
+        max_source_bytes: settings.max_source_bytes,
+        max_tool_calls: settings.max_tool_calls,
+        session_idle: settings.session_idle,
+        max_sessions: settings.max_sessions,
+    };
+    WorkerEngine::start_host(limits, find_python(settings.python.as_deref())).await.map_err(|e| e.to_string())
+}
+
+/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
+async fn monty_engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn Engine>, String> {
     let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
         MontyPlacement::InProcess => Box::new(MontyEngine::new(limits(settings))),
         MontyPlacement::Pool => {
@@ -135,7 +171,6 @@ async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn 
             Box::new(pool)
         }
     };
-    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
     Ok(engine)
 }
 
@@ -208,7 +243,14 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         },
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
-    println!("cpython fallback: not available in this build");
+    let fallback = match (settings.isolation, settings.fallback) {
+        (Isolation::HostSystem, _) => "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)",
+        (Isolation::Docker, _) => "CODEMCP_ISOLATION=DOCKER is not available in this build",
+        (_, Fallback::Host) => "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)",
+        (_, Fallback::Docker) => "CODEMCP_FALLBACK=docker is not available in this build",
+        (_, Fallback::Auto | Fallback::None) => "none (set CODEMCP_FALLBACK=host to enable CPython on the host)",
+    };
+    println!("cpython fallback: {fallback}");
 }
 
 /// Runs the worker binary once, bounded, to see that it works.

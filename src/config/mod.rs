@@ -15,7 +15,7 @@ pub use file::{
     ConfigPath, ConfigSource, ServerConfig, SkippedServer, Transport, UpstreamConfig, load, parse,
     resolve_path,
 };
-pub use settings::{MontyPlacement, OutputFormat, Settings};
+pub use settings::{Fallback, Isolation, MontyPlacement, OutputFormat, Settings};
 
 /// Why the configuration could not be read.
 ///

@@ -76,6 +76,32 @@ pub struct Settings {
     /// `CODEMCP_OUTPUT`: the text block of an `execute_python` result,
     /// `compact` (default) or `json`.
     pub output: OutputFormat,
+    /// `CODEMCP_ISOLATION`: `MONTY` (default: Monty, escalating to the
+    /// fallback), `DOCKER` or `HOST_SYSTEM` (every run in CPython).
+    pub isolation: Isolation,
+    /// `CODEMCP_FALLBACK`: where Monty escalates code it cannot run:
+    /// `auto` (default: Docker when an engine answers, else none), `docker`,
+    /// `host` (only when asked for: no sandbox) or `none`.
+    pub fallback: Fallback,
+    /// `CODEMCP_PYTHON`: the CPython for host workers (default `python3`).
+    pub python: Option<std::path::PathBuf>,
+}
+
+/// Which engine runs snippets (`CODEMCP_ISOLATION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    Monty,
+    Docker,
+    HostSystem,
+}
+
+/// Where Monty escalates (`CODEMCP_FALLBACK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    Auto,
+    Docker,
+    Host,
+    None,
 }
 
 /// How the text block of an `execute_python` result is written.
@@ -120,6 +146,9 @@ impl Default for Settings {
             monty_placement: None,
             monty_bin: None,
             monty_workers: 16,
+            isolation: Isolation::Monty,
+            fallback: Fallback::Auto,
+            python: None,
             output: OutputFormat::Compact,
         }
     }
@@ -150,6 +179,9 @@ impl fmt::Debug for Settings {
             .field("monty_placement", &self.monty_placement)
             .field("monty_bin", &self.monty_bin)
             .field("monty_workers", &self.monty_workers)
+            .field("isolation", &self.isolation)
+            .field("fallback", &self.fallback)
+            .field("python", &self.python)
             .field("output", &self.output)
             .finish()
     }
@@ -196,6 +228,17 @@ impl Settings {
                 .get("CODEMCP_MONTY_BIN")
                 .map(|(_, path)| std::path::PathBuf::from(path)),
             monty_workers: env.count("CODEMCP_MONTY_WORKERS", d.monty_workers)?,
+            isolation: env.choice(
+                "CODEMCP_ISOLATION",
+                d.isolation,
+                &[("monty", Isolation::Monty), ("docker", Isolation::Docker), ("host_system", Isolation::HostSystem)],
+            )?,
+            fallback: env.choice(
+                "CODEMCP_FALLBACK",
+                d.fallback,
+                &[("auto", Fallback::Auto), ("docker", Fallback::Docker), ("host", Fallback::Host), ("none", Fallback::None)],
+            )?,
+            python: env.get("CODEMCP_PYTHON").map(|(_, path)| std::path::PathBuf::from(path)),
             output: env.output("CODEMCP_OUTPUT")?,
         })
     }
@@ -264,6 +307,18 @@ impl Env<'_> {
             "json" => Ok(OutputFormat::Json),
             _ => Err(bad(var, &raw, "compact or json")),
         }
+    }
+
+    /// One of a fixed set of words, case-insensitive.
+    fn choice<T: Copy>(&self, var: &str, default: T, options: &[(&str, T)]) -> Result<T, ConfigError> {
+        let Some((raw, value)) = self.get(var) else {
+            return Ok(default);
+        };
+        let value = value.to_ascii_lowercase();
+        options.iter().find(|(word, _)| *word == value).map(|(_, v)| *v).ok_or_else(|| {
+            let words: Vec<&str> = options.iter().map(|(w, _)| *w).collect();
+            bad(var, &raw, &format!("one of {}", words.join(", ")))
+        })
     }
 
     fn placement(&self, var: &str) -> Result<Option<MontyPlacement>, ConfigError> {

@@ -5,6 +5,8 @@
 //! [`Execution`] back; tool calls go out through [`ToolHost`].
 
 pub mod monty;
+pub mod router;
+pub mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +50,7 @@ impl SessionId {
 }
 
 /// The outcome of one run, whatever the engine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Execution {
     pub stdout: String,
     /// The snippet's value (last expression, or `result`), as JSON.
@@ -61,6 +63,10 @@ pub struct Execution {
     pub tool_calls: u32,
     /// Output was cut at the output limit.
     pub truncated: bool,
+    /// Calls of tools not marked read-only that this run issued: after one,
+    /// the run is never repeated elsewhere.
+    #[serde(skip)]
+    pub side_effects: u32,
 }
 
 /// What kind of failure a run ended with; tells the agent what to do next.

@@ -775,7 +775,7 @@ mod tests {
         assert!(text.contains("ToolError"), "{text}");
         assert!(text.contains("search_tools(query, limit=10)"), "{text}");
         assert!(
-            text.contains("server0_do_thing0(x: int) -> str  # Does thing number 0.\n"),
+            text.contains("server0_do_thing0(x: int)  # Does thing number 0.\n"),
             "{text}"
         );
         assert!(text.lines().count() <= 16, "{text}");
@@ -800,8 +800,29 @@ mod tests {
             "{} chars:\n{tight}",
             tight.chars().count()
         );
-        assert!(tight.contains("more tools not listed."), "{tight}");
+        assert!(
+            tight.contains("40 tools on 7 servers, too many to list."),
+            "{tight}"
+        );
+        assert!(tight.contains("\nserver0 (6 tools): thing0 1,"), "{tight}");
         assert!(tight.ends_with("for its signature."), "{tight}");
+    }
+
+    #[test]
+    fn the_index_stays_small_for_a_thousand_tools() {
+        let tools: Vec<ToolDef> = (0..1_000)
+            .map(|i| {
+                let verb = ["get", "list", "refund", "archive"][i % 4];
+                let entity = ["invoice", "invoices", "order", "shipment", "ticket"][i % 5];
+                tool(&format!("srv{}", i % 3), &format!("{verb}_{entity}_{i}"), json!({}))
+            })
+            .collect();
+        let text = Sdk::build(&tools).description(24_000);
+        assert!(text.chars().count() <= 3_400, "{} chars:\n{text}", text.chars().count());
+        assert!(text.contains("1000 tools on 3 servers"), "{text}");
+        // Plurals fold into the singular; generic verbs are not topics.
+        assert!(text.contains("srv0 (334 tools): invoice 134, order 67, refund 67, shipment 67, ticket 67"), "{text}");
+        assert!(!text.contains(" get "), "{text}");
     }
 
     #[test]

@@ -202,6 +202,7 @@ fn input_error(error: RunError) -> Execution {
         elapsed_ms: 0,
         tool_calls: 0,
         truncated: false,
+        side_effects: 0,
     }
 }
 

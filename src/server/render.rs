@@ -79,6 +79,7 @@ mod tests {
             elapsed_ms: 1,
             tool_calls: 0,
             truncated: false,
+            side_effects: 0,
         }
     }
 

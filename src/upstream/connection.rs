@@ -129,7 +129,7 @@ fn spawn_child(
 }
 
 /// Upstream children die with the gateway even when it is killed outright.
-fn die_with_parent(cmd: &mut tokio::process::Command) {
+pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
     // SAFETY: prctl is async-signal-safe and touches only the child being set up.
     unsafe {
         cmd.pre_exec(|| {

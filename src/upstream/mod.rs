@@ -25,6 +25,7 @@ use crate::sdk::Sdk;
 use crate::tooldef::ToolDef;
 
 pub use self::result::tool_value;
+pub(crate) use self::connection::die_with_parent;
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]

@@ -61,6 +61,11 @@ pub fn monty_bin() -> PathBuf {
     dep("CODEMCP_MONTY_BIN", ".deps/monty-runtime/bin/monty")
 }
 
+/// A CPython with `websockets` for host workers (scripts/install-worker-python.sh).
+pub fn worker_python() -> PathBuf {
+    dep("CODEMCP_PYTHON", ".deps/worker-python/bin/python")
+}
+
 /// Upstream entries for the config file.
 pub fn everything() -> Value {
     let script = node_modules().join("@modelcontextprotocol/server-everything/dist/index.js");
@@ -115,6 +120,7 @@ impl Setup {
             c.arg("--config")
                 .arg(&config)
                 .env("CODEMCP_MONTY_BIN", monty_bin())
+                .env("CODEMCP_PYTHON", worker_python())
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });

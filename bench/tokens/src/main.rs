@@ -68,10 +68,15 @@ fn peers(nm: &Path, root: &Path, memory_file: &Path) -> Peers {
 
 /// codemcp over stdio with `servers` (a JSON object, in the order given) as its config.
 async fn gateway(o: &Opts, dir: &Path, label: &str, servers: Value) -> Conn {
+    gateway_env(o, dir, label, servers, json!({})).await
+}
+
+async fn gateway_env(o: &Opts, dir: &Path, label: &str, servers: Value, env: Value) -> Conn {
     let config = dir.join(format!("{label}.json"));
     std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
-    mcp::connect(&json!({"command": o.codemcp, "args": ["--config", config], "env": {"CODEMCP_LOG": "warn"}}))
-        .await
+    let mut env = env;
+    env["CODEMCP_LOG"] = json!("warn");
+    mcp::connect(&json!({"command": o.codemcp, "args": ["--config", config], "env": env})).await
 }
 
 /// The `execute_python` description and its tools/list tokens.
@@ -158,6 +163,31 @@ async fn main() {
         mode: mode_of(&description),
     });
 
+    // Index mode for the same peers, and what one discovery call costs there: the numbers
+    // behind the default description budget.
+    let indexed = gateway_env(&o, work.path(), "peers-index", servers.clone(), json!({"CODEMCP_DESCRIPTION_BUDGET": "1"})).await;
+    let (index_description, index_fixed) = gateway_tool(&indexed).await;
+    let discovery_code = r##"for q in ["read a text file", "list a directory with sizes"]:
+    for hit in search_tools(q, 3):
+        print(hit["signature"], "#", hit["summary"])"##;
+    let found = mcp::call(&indexed, "execute_python", json!({"code": discovery_code})).await;
+    let discovery = tokens(&json!({"name": "execute_python", "arguments": {"code": discovery_code}}).to_string())
+        + tokens(&mcp::result_text(&found));
+    let _ = indexed.cancel().await;
+    fixed.push(FixedRow {
+        label: "real peers, index mode (budget forced down)".into(),
+        tools: all_tools.len(),
+        direct: direct_fixed,
+        codemcp: index_fixed,
+        mode: mode_of(&index_description),
+    });
+    let tuning = Tuning {
+        signatures: code_fixed,
+        signatures_chars: description.chars().count(),
+        index: index_fixed,
+        discovery,
+    };
+
     // Per task.
     let mut rows = Vec::new();
     for task in tasks::TASKS {
@@ -200,6 +230,33 @@ async fn main() {
     stability.push(("real peers: reversed config order, everything connects last".into(), third == description));
 
     report(&fixed, &rows, &stability, &description);
+    tuning.report();
+}
+
+/// When is listing every signature cheaper than an index plus a discovery turn?
+struct Tuning {
+    signatures: usize,
+    signatures_chars: usize,
+    index: usize,
+    discovery: usize,
+}
+
+impl Tuning {
+    /// A task takes two model turns (the snippet, then the answer), each carrying the fixed
+    /// cost; in index mode it takes one more turn to discover the functions.
+    fn report(&self) {
+        const TURNS: usize = 2;
+        let break_even = ((TURNS + 1) * self.index + self.discovery) / TURNS;
+        let chars_per_token = self.signatures_chars as f64 / self.signatures as f64;
+        println!(
+            "\nBudget: index mode costs {} tokens plus a discovery turn of {} tokens; over a {TURNS}-turn task, \
+             listing signatures pays off up to about {break_even} tokens of description \
+             (≈ {:.0} characters at this catalog's {chars_per_token:.1} characters per token).",
+            self.index,
+            self.discovery,
+            break_even as f64 * chars_per_token,
+        );
+    }
 }
 
 fn shell_quote(s: &str) -> String {

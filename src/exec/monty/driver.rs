@@ -74,6 +74,7 @@ pub struct Finished {
     pub stdout: String,
     pub truncated: bool,
     pub tool_calls: u32,
+    pub side_effects: u32,
     /// Bytes the session held when a limit fired, before its state was dropped.
     pub session_bytes: usize,
 }
@@ -142,6 +143,7 @@ pub fn run(job: Job) -> Finished {
         other => other,
     };
     let tool_calls = driver.host.tool_calls;
+    let side_effects = driver.host.side_effects;
     let (stdout, truncated) = driver.out.finish();
     Finished {
         repl,
@@ -149,6 +151,7 @@ pub fn run(job: Job) -> Finished {
         stdout,
         truncated,
         tool_calls,
+        side_effects,
         session_bytes: driver.session_bytes,
     }
 }

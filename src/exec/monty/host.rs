@@ -63,6 +63,8 @@ pub struct SuspensionHost {
     max_tool_calls: u32,
     max_sleep_total: Duration,
     pub tool_calls: u32,
+    /// Calls issued to tools not marked read-only.
+    pub side_effects: u32,
     slept: Duration,
 }
 
@@ -77,6 +79,7 @@ impl SuspensionHost {
             max_tool_calls,
             max_sleep_total,
             tool_calls: 0,
+            side_effects: 0,
             slept: Duration::ZERO,
         }
     }
@@ -130,6 +133,9 @@ impl SuspensionHost {
             return CallDecision::Abort(Verdict::Limit, exception(ExcType::RuntimeError, msg));
         }
         self.tool_calls += 1;
+        if !function.read_only {
+            self.side_effects += 1;
+        }
         CallDecision::CallTool(ToolCall {
             server: function.server.clone(),
             tool: function.tool.clone(),

@@ -15,7 +15,7 @@ mod host;
 pub mod memory;
 mod output;
 pub mod pool;
-mod sessions;
+pub(crate) mod sessions;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -98,6 +98,7 @@ impl MontyEngine {
             elapsed_ms: 0,
             tool_calls: 0,
             truncated: false,
+            side_effects: 0,
         };
         if let Err(error) = check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
@@ -259,12 +260,14 @@ impl MontyEngine {
             stdout,
             truncated,
             tool_calls,
+            side_effects,
             session_bytes,
             ..
         } = *finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
+        execution.side_effects = side_effects;
         let limit_hint = |exc: &MontyException| self.limit_hint(exc, session_bytes);
         record_ending(
             execution,
@@ -415,8 +418,7 @@ fn unsupported_hint(reason: &str) -> String {
     format!(
         "Monty, the sandboxed Python subset codemcp runs, does not support {reason}. Rewrite that part with \
          supported features (plain functions, dicts and lists instead of class inheritance or generators; \
-         json, re, math, datetime, collections, itertools and functools are available). No CPython fallback \
-         is enabled in this gateway."
+         json, re, math, datetime, collections, itertools and functools are available)."
     )
 }
 

@@ -191,6 +191,7 @@ impl PoolEngine {
             elapsed_ms: 0,
             tool_calls: 0,
             truncated: false,
+            side_effects: 0,
         };
         if let Err(error) = super::check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
@@ -242,6 +243,7 @@ impl PoolEngine {
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = run.host.tool_calls;
+        execution.side_effects = run.host.side_effects;
         let budget = self.limits.memory_limit;
         let limit_hint = move |exc: &MontyException| limit_hint(exc, budget);
         record_ending(

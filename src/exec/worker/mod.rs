@@ -1,0 +1,372 @@
+//! The CPython engine: full Python in a worker process (`worker/bootstrap.py`)
+//! reached over the authenticated WebSocket control channel. One worker per MCP
+//! session, started on first use, with one spare kept warm to hide the cold
+//! start. A run past its time limit gets its worker killed and replaced, and
+//! the response says the session state was lost; so does a worker that exits.
+//!
+//! This build runs workers as host processes (`CODEMCP_ISOLATION=HOST_SYSTEM`
+//! or `CODEMCP_FALLBACK=host`): no sandbox, for trusted agents only.
+
+mod control;
+mod link;
+pub mod protocol;
+
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tokio::process::{Child, Command};
+
+use self::control::ControlServer;
+use self::link::{LinkError, RunContext, WorkerLink};
+use self::protocol::{Catalog, FunctionInfo, RunParams, RunResult};
+use super::monty::sessions::SessionTable;
+use super::{Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
+use crate::sdk::Sdk;
+
+pub const HOST_ENGINE: &str = "cpython-host";
+
+/// The worker program, baked into the binary.
+const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
+/// The `websockets` version the worker is tested with.
+pub const WEBSOCKETS_PIN: &str = "websockets>=13,<18";
+/// How long a new worker may take to dial in.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    #[error("cannot start the CPython worker: {0}")]
+    Start(String),
+    #[error(
+        "the CPython worker needs the `websockets` package for {python}; install it with: {python} -m pip install '{WEBSOCKETS_PIN}'"
+    )]
+    MissingWebsockets { python: String },
+    #[error("cannot open the worker control channel: {0}")]
+    Control(std::io::Error),
+}
+
+/// Limits the worker engine applies.
+#[derive(Debug, Clone)]
+pub struct WorkerLimits {
+    pub exec_timeout: Duration,
+    pub max_output_bytes: usize,
+    pub max_result_bytes: usize,
+    pub max_source_bytes: usize,
+    pub max_tool_calls: u32,
+    pub session_idle: Duration,
+    pub max_sessions: usize,
+}
+
+struct Worker {
+    /// Held so the process is killed when the worker is dropped.
+    _child: Child,
+    link: Arc<WorkerLink>,
+    /// The catalog version this worker has seen.
+    catalog_version: Option<u64>,
+}
+
+struct WorkerSession {
+    worker: Option<Worker>,
+}
+
+pub struct WorkerEngine {
+    limits: WorkerLimits,
+    python: PathBuf,
+    control: Arc<ControlServer>,
+    sessions: SessionTable<WorkerSession>,
+    spare: Arc<tokio::sync::Mutex<Option<Worker>>>,
+    spawned: AtomicU32,
+    last_error: Mutex<Option<String>>,
+}
+
+/// `CODEMCP_PYTHON`, else `python3` on `PATH`.
+pub fn find_python(configured: Option<&std::path::Path>) -> PathBuf {
+    configured.map_or_else(|| PathBuf::from("python3"), std::path::Path::to_owned)
+}
+
+impl WorkerEngine {
+    /// Checks the interpreter and opens the control channel on loopback.
+    pub async fn start_host(limits: WorkerLimits, python: PathBuf) -> Result<Arc<Self>, WorkerError> {
+        let probe = Command::new(&python).args(["-c", "import websockets"]).output().await;
+        match probe {
+            Ok(out) if out.status.success() => {}
+            Ok(_) => return Err(WorkerError::MissingWebsockets { python: python.display().to_string() }),
+            Err(e) => return Err(WorkerError::Start(format!("{}: {e}", python.display()))),
+        }
+        let control = ControlServer::start(std::net::Ipv4Addr::LOCALHOST.into()).await.map_err(WorkerError::Control)?;
+        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
+        let engine = Arc::new(Self {
+            limits,
+            python,
+            control,
+            sessions,
+            spare: Arc::default(),
+            spawned: AtomicU32::new(0),
+            last_error: Mutex::new(None),
+        });
+        engine.refill_spare();
+        Ok(engine)
+    }
+
+    async fn spawn_worker(&self) -> Result<Worker, String> {
+        let (token, linked) = self.control.expect();
+        let mut command = Command::new(&self.python);
+        command
+            .args(["-u", "-c", BOOTSTRAP])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CODEMCP_CONTROL_URL", self.control.url())
+            .env("CODEMCP_WORKER_TOKEN", &token)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(home) = std::env::var_os("HOME") {
+            command.env("HOME", home);
+        }
+        crate::upstream::die_with_parent(&mut command);
+        let mut child = command.spawn().map_err(|e| format!("{}: {e}", self.python.display()))?;
+        self.spawned.fetch_add(1, Ordering::Relaxed);
+        let outcome = tokio::select! {
+            link = linked => link.map_err(|_| "the control channel closed".to_owned()),
+            status = child.wait() => Err(format!("the worker exited before connecting ({})", status.map_or_else(|e| e.to_string(), |s| s.to_string()))),
+            () = tokio::time::sleep(START_TIMEOUT) => Err(format!("the worker did not connect within {} s", START_TIMEOUT.as_secs())),
+        };
+        self.control.forget(&token);
+        let link = outcome?;
+        Ok(Worker { _child: child, link, catalog_version: None })
+    }
+
+    /// Keeps one started worker ready for the next new session.
+    fn refill_spare(self: &Arc<Self>) {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let Some(engine) = engine.upgrade() else { return };
+            let mut spare = engine.spare.lock().await;
+            if spare.is_some() {
+                return;
+            }
+            match engine.spawn_worker().await {
+                Ok(worker) => *spare = Some(worker),
+                Err(e) => {
+                    tracing::warn!(target: "codemcp::worker", error = %e, "could not pre-start a CPython worker");
+                    *engine.last_error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                }
+            }
+        });
+    }
+
+    async fn take_worker(self: &Arc<Self>) -> Result<Worker, String> {
+        let ready = self.spare.lock().await.take();
+        self.refill_spare();
+        match ready {
+            Some(worker) if !worker.link.closed().is_cancelled() => Ok(worker),
+            _ => self.spawn_worker().await,
+        }
+    }
+
+    pub fn end_session_state(&self, session: SessionId) {
+        self.sessions.remove(session);
+    }
+
+    pub fn expire_idle_state(&self) {
+        self.sessions.expire_idle();
+    }
+
+    /// Workers started so far (for tests and `check`).
+    pub fn workers_started(&self) -> u32 {
+        self.spawned.load(Ordering::Relaxed)
+    }
+
+    pub async fn run_arc(
+        self: &Arc<Self>,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+        globals: Option<Map<String, Value>>,
+    ) -> (Execution, u32) {
+        let started = Instant::now();
+        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| t.min(self.limits.exec_timeout));
+        let deadline = started + wall;
+        let mut execution = Execution {
+            stdout: String::new(),
+            result: None,
+            error: None,
+            engine: HOST_ENGINE,
+            escalated: None,
+            elapsed_ms: 0,
+            tool_calls: 0,
+            truncated: false,
+            side_effects: 0,
+        };
+        if request.code.len() > self.limits.max_source_bytes {
+            execution.error = Some(RunError::new(
+                ErrorKind::Input,
+                "ValueError",
+                format!("code is {} bytes; the limit is {} bytes (CODEMCP_MAX_SOURCE_BYTES)", request.code.len(), self.limits.max_source_bytes),
+            ));
+            return (execution, 0);
+        }
+        let state = match self.sessions.get_or_create(session, || WorkerSession { worker: None }) {
+            Ok(state) => state,
+            Err(full) => {
+                execution.error = Some(RunError::new(ErrorKind::Limit, "RuntimeError", format!("all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again", full.0)));
+                return (execution, 0);
+            }
+        };
+        let mut guard = tokio::select! {
+            guard = state.lock() => guard,
+            () = tokio::time::sleep_until(deadline.into()) => {
+                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError", "timed out waiting for this session's previous run to finish"));
+                return (execution, 0);
+            }
+        };
+        if guard.worker.as_ref().is_none_or(|w| w.link.closed().is_cancelled()) {
+            match self.take_worker().await {
+                Ok(worker) => guard.worker = Some(worker),
+                Err(e) => {
+                    execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("cannot start the CPython worker: {e}")));
+                    return (execution, 0);
+                }
+            }
+        }
+        let Some(worker) = guard.worker.as_mut() else { return (execution, 0) };
+        let sdk = tools.sdk();
+        let (version, functions) = catalog_of(&sdk);
+        let catalog = (worker.catalog_version != Some(version)).then(|| Catalog { version, functions });
+        let name = session.0.to_string();
+        let context = Arc::new(RunContext {
+            tools,
+            sdk,
+            max_tool_calls: self.limits.max_tool_calls,
+            tool_calls: AtomicU32::new(0),
+            side_effects: AtomicU32::new(0),
+            observer: control.on_tool_call.clone(),
+        });
+        worker.link.begin_run(&name, context.clone());
+        let params = RunParams {
+            session: name.clone(),
+            code: request.code,
+            timeout_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+            max_output_bytes: self.limits.max_output_bytes,
+            catalog,
+            globals,
+        };
+        let params = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let outcome = tokio::select! {
+            reply = worker.link.request("run", params) => Outcome::Reply(reply),
+            () = tokio::time::sleep_until(deadline.into()) => Outcome::Deadline,
+            () = control.cancel.cancelled() => Outcome::Cancelled,
+        };
+        worker.link.end_run(&name);
+        execution.tool_calls = context.tool_calls.load(Ordering::Relaxed).min(self.limits.max_tool_calls);
+        let side_effects = context.side_effects.load(Ordering::Relaxed);
+        match outcome {
+            Outcome::Reply(Ok(value)) => {
+                worker.catalog_version = Some(version);
+                match serde_json::from_value::<RunResult>(value) {
+                    Ok(result) => self.fill(&mut execution, result),
+                    Err(e) => execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("the worker sent a malformed result: {e}"))),
+                }
+            }
+            Outcome::Reply(Err(LinkError::Remote(message))) => {
+                execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("the worker failed: {message}")));
+            }
+            Outcome::Reply(Err(LinkError::Closed)) => {
+                guard.worker = None;
+                execution.error = Some(lost("the CPython worker exited (sys.exit, os._exit or a crash)", ErrorKind::Python, "SystemExit"));
+            }
+            Outcome::Deadline => {
+                guard.worker = None; // kill_on_drop stops the process
+                execution.error = Some(lost("run time limit exceeded; the worker was stopped and replaced", ErrorKind::Limit, "TimeoutError"));
+            }
+            Outcome::Cancelled => {
+                guard.worker = None;
+                let mut error = RunError::new(ErrorKind::Cancelled, "KeyboardInterrupt", "the run was cancelled by the client");
+                error.session_reset = true;
+                execution.error = Some(error);
+            }
+        }
+        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        (execution, side_effects)
+    }
+
+    fn fill(&self, execution: &mut Execution, result: RunResult) {
+        execution.stdout = result.stdout;
+        execution.truncated = result.truncated;
+        if let Some(error) = result.error {
+            let mut run_error = RunError::new(ErrorKind::Python, error.exc_type, error.message);
+            run_error.traceback = (!error.traceback.is_empty()).then_some(error.traceback);
+            execution.error = Some(run_error);
+            return;
+        }
+        let size = result.result.as_ref().and_then(|v| serde_json::to_string(v).ok()).map_or(0, |s| s.len());
+        if size > self.limits.max_result_bytes {
+            execution.error = Some(
+                RunError::new(
+                    ErrorKind::Limit,
+                    "ValueError",
+                    format!("the result is {size} bytes as JSON; the limit is {} bytes (CODEMCP_MAX_RESULT_BYTES)", self.limits.max_result_bytes),
+                )
+                .with_hint("return a summary (counts, the few items you need) instead of the whole data"),
+            );
+            return;
+        }
+        execution.result = result.result.filter(|v| !v.is_null());
+    }
+}
+
+enum Outcome {
+    Reply(Result<Value, LinkError>),
+    Deadline,
+    Cancelled,
+}
+
+fn lost(what: &str, kind: ErrorKind, exc_type: &str) -> RunError {
+    let mut error = RunError::new(kind, exc_type, format!("{what}; this session's state was lost"));
+    error.session_reset = true;
+    error
+}
+
+/// The catalog as the worker sees it, and a version that changes with it.
+fn catalog_of(sdk: &Sdk) -> (u64, Vec<FunctionInfo>) {
+    let functions: Vec<FunctionInfo> = sdk
+        .functions()
+        .iter()
+        .map(|f| FunctionInfo { name: f.py_name.clone(), doc: format!("{}\n\n{}", f.signature(), f.description) })
+        .collect();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for f in &functions {
+        f.name.hash(&mut hasher);
+        f.doc.hash(&mut hasher);
+    }
+    (hasher.finish(), functions)
+}
+
+/// The worker engine as a plain [`Engine`] (no globals carried over).
+pub struct HostWorkers(pub Arc<WorkerEngine>);
+
+impl Engine for HostWorkers {
+    fn describe(&self) -> String {
+        format!("cpython on the host ({}): NO sandbox, for trusted agents only", self.0.python.display())
+    }
+
+    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> futures::future::BoxFuture<'_, Execution> {
+        Box::pin(async move { self.0.run_arc(session, request, tools, control, None).await.0 })
+    }
+
+    fn end_session(&self, session: SessionId) {
+        self.0.end_session_state(session);
+    }
+
+    fn expire_idle(&self) {
+        self.0.expire_idle_state();
+    }
+}

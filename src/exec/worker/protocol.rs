@@ -1,0 +1,169 @@
+//! The control-channel messages between the gateway and a CPython worker
+//! (`worker/bootstrap.py`); `worker/PROTOCOL.md` is the reference and
+//! `worker/golden/` holds one example of each message.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub const JSONRPC: &str = "2.0";
+
+/// JSON-RPC error code for a failed tool (the snippet sees `ToolError`).
+pub const TOOL_FAILED: i64 = -32000;
+/// JSON-RPC error code for arguments that do not fit the tool (`TypeError`).
+pub const BAD_ARGUMENTS: i64 = -32602;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+
+/// `run`: execute a snippet in a session's namespace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunParams {
+    pub session: String,
+    pub code: String,
+    pub timeout_ms: u64,
+    pub max_output_bytes: usize,
+    /// Sent when the tool catalog changed since the worker last saw it.
+    pub catalog: Option<Catalog>,
+    /// Variables to seed before running (a session moving over from Monty).
+    pub globals: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Catalog {
+    pub version: u64,
+    pub functions: Vec<FunctionInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionInfo {
+    pub name: String,
+    pub doc: String,
+}
+
+/// The answer to `run`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    pub stdout: String,
+    pub result: Option<Value>,
+    pub error: Option<PythonError>,
+    pub truncated: bool,
+    pub tool_calls: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PythonError {
+    #[serde(rename = "type")]
+    pub exc_type: String,
+    pub message: String,
+    #[serde(default)]
+    pub traceback: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResetParams {
+    pub session: String,
+}
+
+/// Worker → gateway `call_tool`: the gateway binds the arguments itself, with
+/// the same rules as the Monty engine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CallToolParams {
+    pub session: String,
+    pub name: String,
+    #[serde(default)]
+    pub args: Vec<Value>,
+    #[serde(default)]
+    pub kwargs: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SearchToolsParams {
+    pub query: String,
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+}
+
+fn default_limit() -> usize {
+    10
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DescribeToolParams {
+    pub name: String,
+}
+
+/// Any frame on the channel, told apart by its fields.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Frame {
+    pub jsonrpc: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RpcError>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl Frame {
+    pub fn request(id: Value, method: &str, params: Value) -> Self {
+        Self { jsonrpc: JSONRPC.into(), id: Some(id), method: Some(method.into()), params: Some(params), result: None, error: None }
+    }
+
+    pub fn response(id: Value, result: Result<Value, RpcError>) -> Self {
+        let (result, error) = match result {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        Self { jsonrpc: JSONRPC.into(), id: Some(id), method: None, params: None, result, error }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn golden(name: &str) -> Option<Frame> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("worker/golden").join(name);
+        let text = std::fs::read_to_string(&path).ok()?;
+        Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    }
+
+    /// The Rust types read every golden message and write it back unchanged.
+    #[test]
+    fn golden_messages_round_trip() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("worker/golden");
+        let entries = std::fs::read_dir(&dir).expect("worker/golden exists");
+        let mut checked = 0;
+        for entry in entries.flatten() {
+            let text = std::fs::read_to_string(entry.path()).expect("read golden");
+            let original: Value = serde_json::from_str(&text).expect("golden is JSON");
+            let frame: Frame = serde_json::from_value(original.clone()).expect("golden is a frame");
+            assert_eq!(serde_json::to_value(&frame).expect("serialize"), original, "{}", entry.path().display());
+            checked += 1;
+        }
+        assert!(checked >= 6, "only {checked} golden files");
+    }
+
+    #[test]
+    fn golden_params_and_results_have_our_shapes() {
+        if let Some(run) = golden("run_request.json") {
+            let params: RunParams = serde_json::from_value(run.params.expect("params")).expect("RunParams");
+            assert!(!params.code.is_empty());
+        }
+        if let Some(ok) = golden("run_result_ok.json") {
+            let _: RunResult = serde_json::from_value(ok.result.expect("result")).expect("RunResult");
+        }
+        if let Some(call) = golden("call_tool_request.json") {
+            let _: CallToolParams = serde_json::from_value(call.params.expect("params")).expect("CallToolParams");
+        }
+    }
+}

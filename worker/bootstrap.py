@@ -1,0 +1,649 @@
+"""The codemcp CPython worker: runs agent snippets when Monty cannot.
+
+It dials the gateway's control channel (`CODEMCP_CONTROL_URL`), presents
+`CODEMCP_WORKER_TOKEN` as its first frame and then speaks JSON-RPC 2.0 both
+ways on that one WebSocket; `PROTOCOL.md` beside this file is the reference.
+Each run executes in its own thread, so the event loop that owns the socket
+is never blocked by snippet code. Stdlib plus `websockets` only.
+"""
+
+import ast
+import asyncio
+import builtins
+import concurrent.futures
+import contextvars
+import dataclasses
+import datetime
+import decimal
+import inspect
+import io
+import itertools
+import json
+import linecache
+import os
+import pathlib
+import re
+import sys
+import threading
+import traceback
+
+import websockets
+from websockets.asyncio.client import connect
+
+# Same as tungstenite's default on the gateway side.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+# Deeper values are refused, as in the Monty engine (src/exec/monty/convert.rs).
+MAX_JSON_DEPTH = 256
+# The hidden name that receives the value of a snippet's last expression.
+LAST_VALUE = "__codemcp_last_value__"
+# Tracebacks stay short: like CPython, a frame repeated more than 3 times in a
+# row is folded, and at most this many entries are shown.
+RECURSIVE_CUTOFF = 3
+MAX_TRACE_ENTRIES = 40
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+TOOL_FAILED = -32000
+BAD_ARGUMENTS = -32602
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+
+
+class ToolError(RuntimeError):
+    """A tool call failed upstream; `str()` is the upstream's text."""
+
+    def __init__(self, message="", server="", tool=""):
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answer from the gateway."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# ---------------------------------------------------------------- output
+
+_capture = contextvars.ContextVar("codemcp_capture", default=None)
+
+
+class Capture:
+    """One run's stdout+stderr, capped in UTF-8 bytes like the Monty engine."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.parts = []
+        self.size = 0
+        self.truncated = False
+        self.lock = threading.Lock()
+
+    def write(self, text):
+        data = clean_text(text).encode("utf-8")
+        with self.lock:
+            if self.truncated:
+                return
+            room = self.limit - self.size
+            if len(data) > room:
+                # "ignore" drops a character cut in half at the cap.
+                data = data[: max(room, 0)]
+                self.truncated = True
+            self.parts.append(data.decode("utf-8", "ignore"))
+            self.size += len(data)
+
+    def finish(self):
+        text = "".join(self.parts)
+        if self.truncated:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += f"[output truncated at {self.limit} bytes]\n"
+        return text, self.truncated
+
+
+class StreamProxy(io.TextIOBase):
+    """sys.stdout/sys.stderr: writes go to the capture of the run whose
+    context is current, so concurrent runs never see each other's output."""
+
+    def __init__(self, fallback):
+        self._fallback = fallback if fallback is not None else io.StringIO()
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        capture = _capture.get()
+        if capture is None:
+            return self._fallback.write(text)
+        capture.write(text)
+        return len(text)
+
+    def flush(self):
+        if _capture.get() is None:
+            self._fallback.flush()
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+
+STDOUT = StreamProxy(sys.__stdout__)
+STDERR = StreamProxy(sys.__stderr__)
+
+
+def install_streams():
+    sys.stdout = STDOUT
+    sys.stderr = STDERR
+    # input() ends at once instead of waiting on a stdin nobody writes to.
+    sys.stdin = io.StringIO("")
+
+
+def log(message):
+    print(f"codemcp-worker: {message}", file=sys.__stderr__, flush=True)
+
+
+# ---------------------------------------------------------------- JSON values
+
+
+class NotJson(Exception):
+    pass
+
+
+def clean_text(text):
+    """Lone surrogates (e.g. from `'\\ud800'`) cannot be sent as UTF-8; they
+    become U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def to_json(value, depth=0):
+    """A Python value as JSON, with the Monty engine's rules: tuples and sets
+    become arrays, number/bool/None keys strings, dates and decimals their
+    `str()`, dataclass instances objects of their fields."""
+    if depth > MAX_JSON_DEPTH:
+        raise NotJson(f"value is nested more than {MAX_JSON_DEPTH} levels deep")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**64:
+            raise NotJson("integer too large for JSON")
+        return int(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise NotJson(f"float {value} (NaN/infinity) has no JSON form")
+        return float(value)
+    if isinstance(value, str):
+        return str.__str__(value)  # a str-mixin Enum's str() would be its name
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {json_key(k, depth): to_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, datetime.tzinfo, decimal.Decimal, pathlib.PurePath)):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return to_json(fields, depth)
+    raise NotJson(f"a value of type '{type(value).__name__}' has no JSON form")
+
+
+def json_key(key, depth):
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(to_json(key, depth + 1))
+    raise NotJson(f"dict keys must be str, int, float, bool or None, not '{type(key).__name__}'")
+
+
+# ---------------------------------------------------------------- channel
+
+
+class Channel:
+    """The one WebSocket: a single writer task, and replies to our requests
+    matched by id so many tool calls can be in flight at once."""
+
+    def __init__(self, ws, loop):
+        self.ws = ws
+        self.loop = loop
+        self.outbox = asyncio.Queue()
+        self.pending = {}
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+
+    async def write_forever(self):
+        try:
+            while True:
+                await self.ws.send(await self.outbox.get())
+        except websockets.exceptions.ConnectionClosed:
+            pass  # the reader sees the close too and ends the worker
+
+    def send(self, message):
+        """Queues a frame; callable from any thread."""
+        text = clean_text(json.dumps(message, ensure_ascii=False))
+        try:
+            self.loop.call_soon_threadsafe(self.outbox.put_nowait, text)
+        except RuntimeError:
+            pass  # the loop is gone: the worker is exiting
+
+    def request(self, method, params):
+        """Sends a request; the returned concurrent future gets its answer."""
+        future = concurrent.futures.Future()
+        with self.lock:
+            request_id = f"w{next(self.ids)}"
+            self.pending[request_id] = future
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return future
+
+    def on_reply(self, message):
+        with self.lock:
+            future = self.pending.pop(message.get("id"), None)
+        if future is None:
+            return
+        error = message.get("error")
+        try:
+            if isinstance(error, dict):
+                future.set_exception(RpcError(error.get("code"), str(error.get("message", ""))))
+            else:
+                future.set_result(message.get("result"))
+        except concurrent.futures.InvalidStateError:
+            pass  # the awaiting task was cancelled when its run ended
+
+
+# ---------------------------------------------------------------- the calling contract
+
+
+class ToolFunction:
+    """A catalog function: synchronous in plain code, an awaitable when
+    called from code running in an event loop (top-level await, gather)."""
+
+    def __init__(self, session, name, doc):
+        self._session = session
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"<tool function {self.__name__}>"
+
+    def __call__(self, *args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._finish(self._start(args, kwargs))
+        return self._awaitable(args, kwargs)
+
+    async def _awaitable(self, args, kwargs):
+        future = self._start(args, kwargs)
+        try:
+            await asyncio.wrap_future(future)
+        except RpcError:
+            pass  # raised with the tool's wording by _finish
+        return self._finish(future)
+
+    def _start(self, args, kwargs):
+        try:
+            args, kwargs = to_json(list(args)), to_json(kwargs)
+        except NotJson as e:
+            raise TypeError(f"{self.__name__}(): an argument cannot be sent to the tool: {e}") from None
+        session = self._session
+        session.tool_calls += 1
+        params = {"session": session.name, "name": self.__name__, "args": args, "kwargs": kwargs}
+        return session.channel.request("call_tool", params)
+
+    def _finish(self, future):
+        try:
+            answer = future.result()
+        except RpcError as e:
+            if e.code == BAD_ARGUMENTS:
+                raise TypeError(e.message) from None
+            raise ToolError(e.message, server="", tool=self.__name__) from None
+        return answer.get("value") if isinstance(answer, dict) else None
+
+
+def make_search_tools(channel):
+    def search_tools(query, limit=10):
+        """Tools whose name or docs match `query`: [{name, signature, summary}]."""
+        if not isinstance(query, str):
+            raise TypeError("search_tools(query: str, limit: int = 10) needs a query string")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("search_tools(query: str, limit: int = 10) needs an int limit")
+        try:
+            return channel.request("search_tools", {"query": query, "limit": limit}).result()
+        except RpcError as e:
+            if e.code == BAD_ARGUMENTS:
+                raise TypeError(e.message) from None
+            raise ToolError(e.message, tool="search_tools") from None
+
+    return search_tools
+
+
+def make_describe_tool(channel):
+    def describe_tool(name):
+        """A tool's full docs and JSON Schemas."""
+        if not isinstance(name, str):
+            raise TypeError("describe_tool(name: str) needs a tool name")
+        try:
+            return channel.request("describe_tool", {"name": name}).result()
+        except RpcError as e:
+            raise KeyError(e.message) from None
+
+    return describe_tool
+
+
+# ---------------------------------------------------------------- sessions
+
+
+class Session:
+    """One MCP session's persistent namespace."""
+
+    def __init__(self, name, channel):
+        self.name = name
+        self.channel = channel
+        self.lock = threading.Lock()
+        self.tool_calls = 0
+        self.catalog_version = None
+        self.tools = {}
+        self.files = []
+        self.namespace = {
+            "__name__": "__main__",
+            "__builtins__": builtins,
+            "ToolError": ToolError,
+            "search_tools": make_search_tools(channel),
+            "describe_tool": make_describe_tool(channel),
+        }
+
+    def sync_catalog(self, catalog):
+        """Defines the catalog's functions; on a change, removes the old ones
+        unless the snippet has rebound their names."""
+        if catalog is None or catalog["version"] == self.catalog_version:
+            return
+        ns = self.namespace
+        for name, function in self.tools.items():
+            if ns.get(name) is function:
+                del ns[name]
+        self.tools = {f["name"]: ToolFunction(self, f["name"], f.get("doc", "")) for f in catalog["functions"]}
+        ns.update(self.tools)
+        self.catalog_version = catalog["version"]
+
+    def forget_sources(self):
+        for filename in self.files:
+            linecache.cache.pop(filename, None)
+
+
+class Worker:
+    def __init__(self, channel):
+        self.channel = channel
+        self.catalog = None
+        self.sessions = {}
+        self.lock = threading.Lock()
+        self.runs = itertools.count(1)
+
+    def session(self, name):
+        with self.lock:
+            session = self.sessions.get(name)
+            if session is None:
+                session = self.sessions[name] = Session(name, self.channel)
+            return session
+
+    def on_request(self, message):
+        request_id, method, params = message.get("id"), message.get("method"), message.get("params")
+        try:
+            if method == "run":
+                params = check_run_params(params)
+                if params["catalog"] is not None:
+                    self.catalog = params["catalog"]
+                catalog = self.catalog
+                thread = threading.Thread(
+                    target=self.run_and_reply, args=(request_id, params, catalog), name="codemcp-run", daemon=True
+                )
+                thread.start()
+            elif method == "reset":
+                if not isinstance(params, dict) or not isinstance(params.get("session"), str):
+                    raise RpcError(BAD_ARGUMENTS, "reset needs params {session: str}")
+                with self.lock:
+                    session = self.sessions.pop(params["session"], None)
+                if session is not None:
+                    session.forget_sources()
+                self.reply(request_id, {})
+            else:
+                raise RpcError(METHOD_NOT_FOUND, f"unknown method '{method}'")
+        except RpcError as e:
+            self.reply_error(request_id, e.code, e.message)
+
+    def reply(self, request_id, result):
+        if request_id is not None:
+            self.channel.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def reply_error(self, request_id, code, message):
+        if request_id is not None:
+            self.channel.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+
+    def run_and_reply(self, request_id, params, catalog):
+        try:
+            session = self.session(params["session"])
+            with session.lock:
+                result = run(session, params, catalog, f"<snippet {next(self.runs)}>")
+        except Exception as e:  # a bug of ours, not the snippet's
+            self.reply_error(request_id, INTERNAL_ERROR, f"worker failure: {type(e).__name__}: {e}")
+            return
+        self.reply(request_id, result)
+
+
+def check_run_params(params):
+    def bad(why):
+        return RpcError(BAD_ARGUMENTS, f"run params: {why}")
+
+    if not isinstance(params, dict):
+        raise bad("expected an object")
+    for key, kind in (("session", str), ("code", str), ("timeout_ms", int), ("max_output_bytes", int)):
+        if not isinstance(params.get(key), kind) or isinstance(params.get(key), bool):
+            raise bad(f"'{key}' must be {kind.__name__}")
+    catalog = params.get("catalog")
+    if catalog is not None:
+        if not isinstance(catalog, dict) or not isinstance(catalog.get("version"), int):
+            raise bad("'catalog' must be null or {version: int, functions: [...]}")
+        functions = catalog.get("functions")
+        if not isinstance(functions, list) or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions):
+            raise bad("'catalog.functions' must be a list of {name: str, doc: str}")
+    seeds = params.get("globals")
+    if seeds is not None and not isinstance(seeds, dict):
+        raise bad("'globals' must be null or an object")
+    return {**params, "catalog": catalog, "globals": seeds}
+
+
+# ---------------------------------------------------------------- running a snippet
+
+
+def run(session, params, catalog, filename):
+    capture = Capture(max(params["max_output_bytes"], 0))
+    _capture.set(capture)
+    session.tool_calls = 0
+    value, error = None, None
+    try:
+        session.sync_catalog(catalog)
+        session.namespace.update(params["globals"] or {})
+        value = execute(session, params["code"], filename)
+        value = to_json(value)
+    except NotJson as e:
+        value, error = None, {"type": "TypeError", "message": f"the result cannot be returned: {e}", "traceback": ""}
+    except BaseException as e:  # SystemExit too: the worker keeps serving
+        value, error = None, describe_exception(e)
+    finally:
+        _capture.set(None)
+        install_streams()  # in case the snippet replaced sys.stdout
+    stdout, truncated = capture.finish()
+    return {"stdout": stdout, "result": value, "error": error, "truncated": truncated, "tool_calls": session.tool_calls}
+
+
+def execute(session, code, filename):
+    ns = session.namespace
+    tree = ast.parse(code, filename, "exec")
+    ends_on_expression = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+    if ends_on_expression:
+        last = tree.body[-1]
+        target = ast.Name(id=LAST_VALUE, ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+        ast.fix_missing_locations(tree)
+    compiled = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    # Tracebacks (and inspect) read the snippet's lines from linecache.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    session.files.append(filename)
+    ns.pop(LAST_VALUE, None)
+    if compiled.co_flags & inspect.CO_COROUTINE:
+        run_coroutine(eval(compiled, ns))
+    else:
+        exec(compiled, ns)
+    value = ns.pop(LAST_VALUE, None)
+    # As in the Monty engine (src/exec/monty/driver.rs): a snippet that ends
+    # without a value but mentions `result` returns that variable.
+    if value is None and mentions_result(code):
+        value = ns.get("result")
+    return value
+
+
+def run_coroutine(coroutine):
+    """Like asyncio.run, on a fresh loop in this run's thread."""
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def mentions_result(code):
+    start = 0
+    while (i := code.find("result", start)) >= 0:
+        start = i + 1
+        before = code[i - 1] if i > 0 else ""
+        after = code[i + 6] if i + 6 < len(code) else ""
+        if not is_ident_char(before) and not is_ident_char(after):
+            return True
+    return False
+
+
+def is_ident_char(c):
+    return c.isalnum() or c == "_"
+
+
+def describe_exception(exc):
+    if isinstance(exc, SyntaxError) and not snippet_frames(exc):
+        message = f"{exc.msg} (line {exc.lineno})" if exc.lineno else str(exc.msg)
+        text = (exc.text or "").strip()
+        trace = f"  line {exc.lineno}\n" + (f"    {text}\n" if text else "") if exc.lineno else ""
+        return {"type": type(exc).__name__, "message": message, "traceback": trace}
+    try:
+        message = str(exc)
+    except Exception:
+        message = f"<{type(exc).__name__} whose str() failed>"
+    trace = format_frames(snippet_frames(exc))
+    return {"type": type(exc).__name__, "message": message, "traceback": trace}
+
+
+def format_frames(frames):
+    """Frames as `  line N, in NAME\n    SOURCE\n`, kept short: runs of one
+    repeated frame are folded as CPython does, and a deep stack keeps only its
+    outermost and innermost frames."""
+    entries, previous, repeats = [], None, 0
+
+    def fold():
+        if repeats > RECURSIVE_CUTOFF:
+            entries.append(f"  [Previous line repeated {repeats - RECURSIVE_CUTOFF} more times]\n")
+
+    for frame in frames:
+        key = (frame.filename, frame.lineno, frame.name)
+        if key != previous:
+            fold()
+            previous, repeats = key, 0
+        repeats += 1
+        if repeats <= RECURSIVE_CUTOFF:
+            entries.append(f"  line {frame.lineno}, in {frame.name}\n" + (f"    {frame.line}\n" if frame.line else ""))
+    fold()
+    if len(entries) > MAX_TRACE_ENTRIES:
+        omitted = len(entries) - MAX_TRACE_ENTRIES
+        head, tail = MAX_TRACE_ENTRIES // 4, MAX_TRACE_ENTRIES - MAX_TRACE_ENTRIES // 4
+        entries = entries[:head] + [f"  [{omitted} more frames]\n"] + entries[-tail:]
+    return "".join(entries)
+
+
+def snippet_frames(exc):
+    """The frames of snippet code only, innermost last."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f for f in frames if f.filename.startswith("<snippet ")]
+
+
+# ---------------------------------------------------------------- main
+
+
+async def serve(url, token):
+    try:
+        ws = await connect(
+            url,
+            proxy=None,  # websockets >= 15 would otherwise honour *_PROXY variables
+            compression=None,
+            ping_interval=None,  # liveness is the gateway's job: it watches the process
+            max_size=MAX_FRAME_BYTES,
+            open_timeout=10,
+        )
+    except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as e:
+        log(f"cannot connect to {url}: {e}")
+        return 1
+    channel = Channel(ws, asyncio.get_running_loop())
+    worker = Worker(channel)
+    await ws.send(token)
+    writer = asyncio.create_task(channel.write_forever())
+    try:
+        async for text in ws:
+            dispatch(worker, channel, text)
+    except websockets.exceptions.ConnectionClosed:
+        pass
+    finally:
+        writer.cancel()
+    return 0
+
+
+def dispatch(worker, channel, text):
+    try:
+        message = json.loads(text)
+    except (TypeError, ValueError):
+        log("ignored a frame that is not JSON")
+        return
+    if not isinstance(message, dict):
+        return
+    if "method" in message:
+        worker.on_request(message)
+    elif "id" in message:
+        channel.on_reply(message)
+
+
+def main():
+    url = os.environ.get("CODEMCP_CONTROL_URL")
+    token = os.environ.get("CODEMCP_WORKER_TOKEN")
+    if not url or not token:
+        log("CODEMCP_CONTROL_URL and CODEMCP_WORKER_TOKEN must be set (the gateway starts this worker)")
+        sys.exit(2)
+    install_streams()
+    code = asyncio.run(serve(url, token))
+    # Snippet threads may still be running (or non-daemon): leave at once.
+    sys.__stderr__.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
