@@ -71,14 +71,24 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
             let engine = engine(&settings, MontyPlacement::InProcess).await?;
-            let shared = Shared::new(catalog, engine, settings.description_budget, settings.output);
+            let shared = Shared::new(
+                catalog,
+                engine,
+                settings.description_budget,
+                settings.output,
+            );
             server::serve_stdio(shared)
                 .await
                 .map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
             let engine = engine(&settings, MontyPlacement::Pool).await?;
-            let shared = Shared::new(catalog, engine, settings.description_budget, settings.output);
+            let shared = Shared::new(
+                catalog,
+                engine,
+                settings.description_budget,
+                settings.output,
+            );
             let access = HttpAccess {
                 allowed_hosts: settings.allowed_hosts.clone(),
                 allowed_origins: settings.allowed_origins.clone(),
@@ -155,11 +165,16 @@ async fn host_workers(settings: &Settings) -> Result<std::sync::Arc<WorkerEngine
         session_idle: settings.session_idle,
         max_sessions: settings.max_sessions,
     };
-    WorkerEngine::start_host(limits, find_python(settings.python.as_deref())).await.map_err(|e| e.to_string())
+    WorkerEngine::start_host(limits, find_python(settings.python.as_deref()))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
-async fn monty_engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn Engine>, String> {
+async fn monty_engine(
+    settings: &Settings,
+    default: MontyPlacement,
+) -> Result<Box<dyn Engine>, String> {
     let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
         MontyPlacement::InProcess => Box::new(MontyEngine::new(limits(settings))),
         MontyPlacement::Pool => {
@@ -174,7 +189,12 @@ async fn monty_engine(settings: &Settings, default: MontyPlacement) -> Result<Bo
     Ok(engine)
 }
 
-async fn exec_once(catalog: Catalog, engine: &dyn Engine, code: String, output: OutputFormat) -> ExitCode {
+async fn exec_once(
+    catalog: Catalog,
+    engine: &dyn Engine,
+    code: String,
+    output: OutputFormat,
+) -> ExitCode {
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
     let execution = engine
         .run(
@@ -244,11 +264,17 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
     let fallback = match (settings.isolation, settings.fallback) {
-        (Isolation::HostSystem, _) => "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)",
+        (Isolation::HostSystem, _) => {
+            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
+        }
         (Isolation::Docker, _) => "CODEMCP_ISOLATION=DOCKER is not available in this build",
-        (_, Fallback::Host) => "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)",
+        (_, Fallback::Host) => {
+            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)"
+        }
         (_, Fallback::Docker) => "CODEMCP_FALLBACK=docker is not available in this build",
-        (_, Fallback::Auto | Fallback::None) => "none (set CODEMCP_FALLBACK=host to enable CPython on the host)",
+        (_, Fallback::Auto | Fallback::None) => {
+            "none (set CODEMCP_FALLBACK=host to enable CPython on the host)"
+        }
     };
     println!("cpython fallback: {fallback}");
 }

@@ -74,7 +74,7 @@ async fn capabilities(url: &str) -> ServerCapabilities {
     caps
 }
 
-/// Runs one scenario; returns (passed, failed, warnings) and the suite's output.
+/// Runs one scenario; returns its checks (from `checks.json`), the suite's output and whether it exited 0.
 async fn run_scenario(
     node: &PathBuf,
     cli: &PathBuf,

@@ -14,16 +14,39 @@ const HOST_ONLY: &[(&str, &str)] = &[("CODEMCP_ISOLATION", "HOST_SYSTEM")];
 
 #[tokio::test]
 async fn code_monty_cannot_run_gets_cpythons_answer() {
-    let client = Setup::new(json!({"everything": everything()})).stdio(HOST_FALLBACK).await;
+    let client = Setup::new(json!({"everything": everything()}))
+        .stdio(HOST_FALLBACK)
+        .await;
     let cases = [
-        ("class A:\n    def f(self):\n        return 'a'\nclass B(A):\n    pass\nB().f()", json!("a")),
+        (
+            "class A:\n    def f(self):\n        return 'a'\nclass B(A):\n    pass\nB().f()",
+            json!("a"),
+        ),
         ("def gen():\n    yield 1\n    yield 2\nsum(gen())", json!(3)),
-        ("from collections import Counter\nCounter('abca').most_common(1)", json!([["a", 2]])),
-        ("import statistics\nstatistics.mean([1, 2, 3, 4])", json!(2.5)),
-        ("import enum\nclass C(enum.Enum):\n    RED = 1\nC.RED.name", json!("RED")),
-        ("from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n@dataclass\nclass Q(P):\n    y: int = 2\nQ(1).x + Q(1).y", json!(3)),
-        ("import textwrap\ntextwrap.shorten('hello world again', width=12)", json!("hello [...]")),
-        ("class MyError(Exception):\n    pass\ntry:\n    raise MyError('x')\nexcept MyError as e:\n    r = str(e)\nr", json!("x")),
+        (
+            "from collections import Counter\nCounter('abca').most_common(1)",
+            json!([["a", 2]]),
+        ),
+        (
+            "import statistics\nstatistics.mean([1, 2, 3, 4])",
+            json!(2.5),
+        ),
+        (
+            "import enum\nclass C(enum.Enum):\n    RED = 1\nC.RED.name",
+            json!("RED"),
+        ),
+        (
+            "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n@dataclass\nclass Q(P):\n    y: int = 2\nQ(1).x + Q(1).y",
+            json!(3),
+        ),
+        (
+            "import textwrap\ntextwrap.shorten('hello world again', width=12)",
+            json!("hello [...]"),
+        ),
+        (
+            "class MyError(Exception):\n    pass\ntry:\n    raise MyError('x')\nexcept MyError as e:\n    r = str(e)\nr",
+            json!("x"),
+        ),
         ("x = [1, 2]\ndel x[0]\nx", json!([2])),
     ];
     for (code, expected) in cases {
@@ -31,17 +54,29 @@ async fn code_monty_cannot_run_gets_cpythons_answer() {
         assert!(!ran.is_error, "{code}: {}", ran.text);
         assert_eq!(ran.result(), &expected, "{code}: {}", ran.text);
         assert_eq!(ran.structured["engine"], "cpython-host", "{code}");
-        assert!(ran.structured["escalated"].as_str().is_some_and(|r| !r.is_empty()), "{code}: {}", ran.structured);
+        assert!(
+            ran.structured["escalated"]
+                .as_str()
+                .is_some_and(|r| !r.is_empty()),
+            "{code}: {}",
+            ran.structured
+        );
     }
     // Tools work the same in CPython, in a session that moved there.
-    let ran = client.exec("class S(dict):\n    pass\nS(v=everything_get_sum(a=2, b=3))['v']").await;
+    let ran = client
+        .exec("class S(dict):\n    pass\nS(v=everything_get_sum(a=2, b=3))['v']")
+        .await;
     assert_eq!(ran.result(), "The sum of 2 and 3 is 5.", "{}", ran.text);
 }
 
 #[tokio::test]
 async fn genuine_errors_stay_in_monty() {
     let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
-    for (code, exc) in [("1/0", "ZeroDivisionError"), ("{}['k']", "KeyError"), ("nme + 1", "NameError")] {
+    for (code, exc) in [
+        ("1/0", "ZeroDivisionError"),
+        ("{}['k']", "KeyError"),
+        ("nme + 1", "NameError"),
+    ] {
         let ran = client.exec(code).await;
         assert_eq!(ran.error_type(), exc, "{code}: {}", ran.text);
         assert_eq!(ran.structured["engine"], "monty", "{code}");
@@ -50,14 +85,24 @@ async fn genuine_errors_stay_in_monty() {
 
 #[tokio::test]
 async fn side_effects_before_the_unsupported_line_block_escalation() {
-    let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(HOST_FALLBACK).await;
-    let ran = client.exec("odd_send_email(to='a@b.c', subject='hi')\nimport statistics\nstatistics.mean([1, 3])").await;
+    let client = Setup::new(json!({"odd": odd(json!({}))}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    let ran = client
+        .exec(
+            "odd_send_email(to='a@b.c', subject='hi')\nimport statistics\nstatistics.mean([1, 3])",
+        )
+        .await;
     assert!(ran.is_error, "{}", ran.text);
     assert_eq!(ran.error_kind(), "unsupported", "{}", ran.text);
     assert!(ran.text.contains("side effects"), "{}", ran.text);
     // A read-only call first does not block it.
-    let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(HOST_FALLBACK).await;
-    let ran = client.exec("n = odd_add_numbers(a=1, b=2)\nimport statistics\nstatistics.mean([n, 5])").await;
+    let client = Setup::new(json!({"odd": odd(json!({}))}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    let ran = client
+        .exec("n = odd_add_numbers(a=1, b=2)\nimport statistics\nstatistics.mean([n, 5])")
+        .await;
     assert_eq!(ran.result(), 4.0, "{}", ran.text);
     assert_eq!(ran.structured["engine"], "cpython-host");
 }
@@ -76,14 +121,28 @@ async fn host_workers_survive_exits_and_overruns() {
     assert_eq!(client.exec("x = 41\nx + 1").await.result(), 42);
     let ran = client.exec("import sys\nsys.exit(3)").await;
     assert_eq!(ran.error_type(), "SystemExit", "{}", ran.text);
-    assert_eq!(client.exec("x").await.result(), 41, "sys.exit keeps the worker");
+    assert_eq!(
+        client.exec("x").await.result(),
+        41,
+        "sys.exit keeps the worker"
+    );
     let ran = client.exec("import os\nos._exit(1)").await;
-    assert!(ran.error_message().contains("state was lost"), "{}", ran.text);
+    assert!(
+        ran.error_message().contains("state was lost"),
+        "{}",
+        ran.text
+    );
     assert_eq!(client.exec("'back'").await.result(), "back");
     let started = Instant::now();
-    let ran = client.exec_args(json!({"code": "while True:\n    pass", "timeout_ms": 1000})).await;
+    let ran = client
+        .exec_args(json!({"code": "while True:\n    pass", "timeout_ms": 1000}))
+        .await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(ran.error_type(), "TimeoutError", "{}", ran.text);
-    assert!(ran.error_message().contains("state was lost"), "{}", ran.text);
+    assert!(
+        ran.error_message().contains("state was lost"),
+        "{}",
+        ran.text
+    );
     assert_eq!(client.exec("1 + 1").await.result(), 2);
 }

@@ -51,7 +51,8 @@ pub struct Settings {
     /// state (default 64).
     pub max_sessions: usize,
     /// `CODEMCP_DESCRIPTION_BUDGET`: characters available for the
-    /// `execute_python` tool description (default 24 000).
+    /// `execute_python` tool description (default 8 000, tuned with
+    /// `bench/tokens`).
     pub description_budget: usize,
     /// `CODEMCP_HTTP_TOKEN`: bearer token required by `serve --http`;
     /// `None` when unset or empty.
@@ -137,7 +138,7 @@ impl Default for Settings {
             monty_mem_limit: 256 * 1024 * 1024,
             session_idle: Duration::from_secs(1800),
             max_sessions: 64,
-            description_budget: 24_000,
+            description_budget: 8_000,
             http_token: None,
             allowed_hosts: ["localhost", "127.0.0.1", "::1"]
                 .map(str::to_owned)
@@ -231,14 +232,25 @@ impl Settings {
             isolation: env.choice(
                 "CODEMCP_ISOLATION",
                 d.isolation,
-                &[("monty", Isolation::Monty), ("docker", Isolation::Docker), ("host_system", Isolation::HostSystem)],
+                &[
+                    ("monty", Isolation::Monty),
+                    ("docker", Isolation::Docker),
+                    ("host_system", Isolation::HostSystem),
+                ],
             )?,
             fallback: env.choice(
                 "CODEMCP_FALLBACK",
                 d.fallback,
-                &[("auto", Fallback::Auto), ("docker", Fallback::Docker), ("host", Fallback::Host), ("none", Fallback::None)],
+                &[
+                    ("auto", Fallback::Auto),
+                    ("docker", Fallback::Docker),
+                    ("host", Fallback::Host),
+                    ("none", Fallback::None),
+                ],
             )?,
-            python: env.get("CODEMCP_PYTHON").map(|(_, path)| std::path::PathBuf::from(path)),
+            python: env
+                .get("CODEMCP_PYTHON")
+                .map(|(_, path)| std::path::PathBuf::from(path)),
             output: env.output("CODEMCP_OUTPUT")?,
         })
     }
@@ -310,15 +322,24 @@ impl Env<'_> {
     }
 
     /// One of a fixed set of words, case-insensitive.
-    fn choice<T: Copy>(&self, var: &str, default: T, options: &[(&str, T)]) -> Result<T, ConfigError> {
+    fn choice<T: Copy>(
+        &self,
+        var: &str,
+        default: T,
+        options: &[(&str, T)],
+    ) -> Result<T, ConfigError> {
         let Some((raw, value)) = self.get(var) else {
             return Ok(default);
         };
         let value = value.to_ascii_lowercase();
-        options.iter().find(|(word, _)| *word == value).map(|(_, v)| *v).ok_or_else(|| {
-            let words: Vec<&str> = options.iter().map(|(w, _)| *w).collect();
-            bad(var, &raw, &format!("one of {}", words.join(", ")))
-        })
+        options
+            .iter()
+            .find(|(word, _)| *word == value)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                let words: Vec<&str> = options.iter().map(|(w, _)| *w).collect();
+                bad(var, &raw, &format!("one of {}", words.join(", ")))
+            })
     }
 
     fn placement(&self, var: &str) -> Result<Option<MontyPlacement>, ConfigError> {
@@ -477,7 +498,7 @@ mod tests {
         assert_eq!(s.monty_mem_limit, 256 << 20);
         assert_eq!(s.session_idle, Duration::from_secs(1800));
         assert_eq!(s.max_sessions, 64);
-        assert_eq!(s.description_budget, 24_000);
+        assert_eq!(s.description_budget, 8_000);
         assert_eq!(s.http_token, None);
         assert_eq!(s.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
         assert!(s.allowed_origins.is_empty());

@@ -105,16 +105,39 @@ pub struct RunError {
     pub session_reset: bool,
 }
 
+/// Error messages longer than this are cut: neither the output nor the result
+/// cap covers an exception's text, and agents can make it arbitrarily large.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 8 * 1024;
+
+fn capped(mut message: String) -> String {
+    if message.len() > MAX_ERROR_MESSAGE_BYTES {
+        let mut cut = MAX_ERROR_MESSAGE_BYTES;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let total = message.len();
+        message.truncate(cut);
+        message.push_str(&format!("… [message truncated: {total} bytes]"));
+    }
+    message
+}
+
 impl RunError {
     pub fn new(kind: ErrorKind, exc_type: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             kind,
             exc_type: exc_type.into(),
-            message: message.into(),
+            message: capped(message.into()),
             traceback: None,
             hint: None,
             session_reset: false,
         }
+    }
+
+    /// Sets the traceback, cut like the message.
+    pub fn with_traceback(mut self, traceback: Option<String>) -> Self {
+        self.traceback = traceback.map(capped);
+        self
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -218,4 +241,22 @@ pub trait ToolHost: Send + Sync + 'static {
         tool: &str,
         args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_error_messages_are_cut_at_a_char_boundary() {
+        let error = RunError::new(ErrorKind::Python, "ValueError", "é".repeat(1_000_000));
+        assert!(error.message.len() < MAX_ERROR_MESSAGE_BYTES + 100);
+        assert!(
+            error
+                .message
+                .ends_with("[message truncated: 2000000 bytes]"),
+            "{}",
+            &error.message[error.message.len() - 60..]
+        );
+    }
 }

@@ -21,30 +21,60 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(monty: Box<dyn Engine>, fallback: Option<Arc<WorkerEngine>>, no_fallback_hint: String) -> Self {
-        Self { monty, fallback, no_fallback_hint, escalated: Mutex::default() }
+    pub fn new(
+        monty: Box<dyn Engine>,
+        fallback: Option<Arc<WorkerEngine>>,
+        no_fallback_hint: String,
+    ) -> Self {
+        Self {
+            monty,
+            fallback,
+            no_fallback_hint,
+            escalated: Mutex::default(),
+        }
     }
 
     fn escalated(&self) -> std::sync::MutexGuard<'_, HashSet<SessionId>> {
-        self.escalated.lock().unwrap_or_else(PoisonError::into_inner)
+        self.escalated
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    async fn route(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> Execution {
+    async fn route(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
         {
-            let (mut execution, _) = fallback.run_arc(session, request, tools, control, None).await;
+            let (mut execution, _) = fallback
+                .run_arc(session, request, tools, control, None)
+                .await;
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
-        let mut execution = self.monty.run(session, request.clone(), tools.clone(), control.clone()).await;
-        let Some(error) = execution.error.as_mut().filter(|e| e.kind == ErrorKind::Unsupported) else {
+        let mut execution = self
+            .monty
+            .run(session, request.clone(), tools.clone(), control.clone())
+            .await;
+        let Some(error) = execution
+            .error
+            .as_mut()
+            .filter(|e| e.kind == ErrorKind::Unsupported)
+        else {
             return execution;
         };
         let reason = error.message.clone();
         match &self.fallback {
             None => {
-                error.hint = Some(format!("{} {}", error.hint.take().unwrap_or_default(), self.no_fallback_hint));
+                error.hint = Some(format!(
+                    "{} {}",
+                    error.hint.take().unwrap_or_default(),
+                    self.no_fallback_hint
+                ));
                 execution
             }
             Some(_) if execution.side_effects > 0 => {
@@ -58,7 +88,9 @@ impl Router {
             Some(fallback) => {
                 tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
                 self.escalated().insert(session);
-                let (mut escalated, _) = fallback.run_arc(session, request, tools, control, None).await;
+                let (mut escalated, _) = fallback
+                    .run_arc(session, request, tools, control, None)
+                    .await;
                 escalated.escalated = Some(reason);
                 escalated.elapsed_ms += execution.elapsed_ms;
                 escalated
@@ -70,12 +102,21 @@ impl Router {
 impl Engine for Router {
     fn describe(&self) -> String {
         match &self.fallback {
-            Some(_) => format!("{}; escalates to CPython on the host (no sandbox)", self.monty.describe()),
+            Some(_) => format!(
+                "{}; escalates to CPython on the host (no sandbox)",
+                self.monty.describe()
+            ),
             None => format!("{}; no CPython fallback", self.monty.describe()),
         }
     }
 
-    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> BoxFuture<'_, Execution> {
+    fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
         Box::pin(self.route(session, request, tools, control))
     }
 

@@ -24,8 +24,8 @@ use crate::exec::{ToolFailure, ToolHost};
 use crate::sdk::Sdk;
 use crate::tooldef::ToolDef;
 
-pub use self::result::tool_value;
 pub(crate) use self::connection::die_with_parent;
+pub use self::result::tool_value;
 
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]

@@ -349,8 +349,7 @@ fn describe_failure(
         Verdict::Unsupported { reason } => (ErrorKind::Unsupported, Some(unsupported_hint(reason))),
         Verdict::Limit => (ErrorKind::Limit, Some(limit_hint(exc))),
     };
-    let mut error = RunError::new(kind, exc_type, message);
-    error.traceback = short_traceback(exc);
+    let mut error = RunError::new(kind, exc_type, message).with_traceback(short_traceback(exc));
     error.hint = hint;
     error
 }

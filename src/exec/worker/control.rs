@@ -51,17 +51,25 @@ impl ControlServer {
     pub fn expect(&self) -> (String, oneshot::Receiver<Arc<WorkerLink>>) {
         let token = random_token();
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), tx);
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token.clone(), tx);
         (token, rx)
     }
 
     pub fn forget(&self, token: &str) {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(token);
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(token);
     }
 }
 
 async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
-    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else { return };
+    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
     let first = tokio::time::timeout(TOKEN_TIMEOUT, ws.next()).await;
     let presented = match first {
         Ok(Some(Ok(Message::Text(text)))) => text.to_string(),
@@ -70,7 +78,10 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
     let matched = {
         let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
         // Compare with every token, in constant time each.
-        let key = waiting.keys().find(|t| constant_time_eq(t.as_bytes(), presented.as_bytes())).cloned();
+        let key = waiting
+            .keys()
+            .find(|t| constant_time_eq(t.as_bytes(), presented.as_bytes()))
+            .cloned();
         key.and_then(|k| waiting.remove(&k))
     };
     match matched {
@@ -112,15 +123,34 @@ mod tests {
 
     #[tokio::test]
     async fn a_wrong_token_is_closed_and_the_right_one_links() {
-        let server = ControlServer::start("127.0.0.1".parse().expect("ip")).await.expect("listen");
+        let server = ControlServer::start("127.0.0.1".parse().expect("ip"))
+            .await
+            .expect("listen");
         let (token, linked) = server.expect();
-        let (mut wrong, _) = tokio_tungstenite::connect_async(server.url()).await.expect("connect");
-        futures::SinkExt::send(&mut wrong, Message::text("not-the-token")).await.expect("send");
-        let end = tokio::time::timeout(Duration::from_secs(5), wrong.next()).await.expect("closed in time");
-        assert!(matches!(end, None | Some(Ok(Message::Close(_))) | Some(Err(_))), "{end:?}");
-        let (mut right, _) = tokio_tungstenite::connect_async(server.url()).await.expect("connect");
-        futures::SinkExt::send(&mut right, Message::text(token)).await.expect("send");
-        assert!(tokio::time::timeout(Duration::from_secs(5), linked).await.is_ok());
+        let (mut wrong, _) = tokio_tungstenite::connect_async(server.url())
+            .await
+            .expect("connect");
+        futures::SinkExt::send(&mut wrong, Message::text("not-the-token"))
+            .await
+            .expect("send");
+        let end = tokio::time::timeout(Duration::from_secs(5), wrong.next())
+            .await
+            .expect("closed in time");
+        assert!(
+            matches!(end, None | Some(Ok(Message::Close(_))) | Some(Err(_))),
+            "{end:?}"
+        );
+        let (mut right, _) = tokio_tungstenite::connect_async(server.url())
+            .await
+            .expect("connect");
+        futures::SinkExt::send(&mut right, Message::text(token))
+            .await
+            .expect("send");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), linked)
+                .await
+                .is_ok()
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{
-    BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, RpcError, SearchToolsParams,
-    TOOL_FAILED,
+    BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, RpcError,
+    SearchToolsParams, TOOL_FAILED,
 };
 use crate::exec::{ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
@@ -93,7 +93,12 @@ impl WorkerLink {
 
     fn close(&self) {
         self.closed.cancel();
-        let waiting: Vec<_> = self.pending.lock().unwrap_or_else(PoisonError::into_inner).drain().collect();
+        let waiting: Vec<_> = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .collect();
         drop(waiting); // their receivers see the sender dropped: Closed
     }
 
@@ -101,7 +106,10 @@ impl WorkerLink {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, tx);
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, tx);
         let frame = Frame::request(json!(id), method, params);
         let text = serde_json::to_string(&frame).map_err(|_| LinkError::Closed)?;
         if self.closed.is_cancelled() || self.outgoing.send(Message::text(text)).is_err() {
@@ -115,11 +123,17 @@ impl WorkerLink {
     }
 
     pub fn begin_run(&self, session: &str, context: Arc<RunContext>) {
-        self.runs.lock().unwrap_or_else(PoisonError::into_inner).insert(session.to_owned(), context);
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.to_owned(), context);
     }
 
     pub fn end_run(&self, session: &str) {
-        self.runs.lock().unwrap_or_else(PoisonError::into_inner).remove(session);
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
     }
 
     fn on_frame(self: &Arc<Self>, text: &str) {
@@ -141,7 +155,11 @@ impl WorkerLink {
             }
             (None, Some(Value::Number(id))) => {
                 let Some(id) = id.as_u64() else { return };
-                let waiter = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                let waiter = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
                 if let Some(waiter) = waiter {
                     let result = match frame.error {
                         Some(e) => Err(e),
@@ -156,44 +174,77 @@ impl WorkerLink {
 
     /// Answers a request the worker sent.
     async fn answer(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let bad = |message: String| RpcError { code: BAD_ARGUMENTS, message };
+        let bad = |message: String| RpcError {
+            code: BAD_ARGUMENTS,
+            message,
+        };
         match method {
             "call_tool" => {
-                let params: CallToolParams = serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
-                let context = self.runs.lock().unwrap_or_else(PoisonError::into_inner).get(&params.session).cloned();
-                let context = context.ok_or_else(|| bad("no run is active for this session".into()))?;
+                let params: CallToolParams =
+                    serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
+                let context = self
+                    .runs
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&params.session)
+                    .cloned();
+                let context =
+                    context.ok_or_else(|| bad("no run is active for this session".into()))?;
                 call_tool(&context, params).await
             }
             "search_tools" => {
-                let params: SearchToolsParams = serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
-                let sdk = self.any_sdk().ok_or_else(|| bad("no run is active".into()))?;
-                serde_json::to_value(sdk.search(&params.query, params.limit.clamp(1, 100))).map_err(|e| bad(e.to_string()))
+                let params: SearchToolsParams =
+                    serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
+                let sdk = self
+                    .any_sdk()
+                    .ok_or_else(|| bad("no run is active".into()))?;
+                serde_json::to_value(sdk.search(&params.query, params.limit.clamp(1, 100)))
+                    .map_err(|e| bad(e.to_string()))
             }
             "describe_tool" => {
-                let params: DescribeToolParams = serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
-                let sdk = self.any_sdk().ok_or_else(|| bad("no run is active".into()))?;
+                let params: DescribeToolParams =
+                    serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
+                let sdk = self
+                    .any_sdk()
+                    .ok_or_else(|| bad("no run is active".into()))?;
                 sdk.describe(&params.name).ok_or_else(|| RpcError {
                     code: TOOL_FAILED,
-                    message: format!("no tool named '{}'; search_tools(query) lists the available ones", params.name),
+                    message: format!(
+                        "no tool named '{}'; search_tools(query) lists the available ones",
+                        params.name
+                    ),
                 })
             }
-            other => Err(RpcError { code: METHOD_NOT_FOUND, message: format!("unknown method '{other}'") }),
+            other => Err(RpcError {
+                code: METHOD_NOT_FOUND,
+                message: format!("unknown method '{other}'"),
+            }),
         }
     }
 
     fn any_sdk(&self) -> Option<Arc<Sdk>> {
-        self.runs.lock().unwrap_or_else(PoisonError::into_inner).values().next().map(|c| c.sdk.clone())
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .next()
+            .map(|c| c.sdk.clone())
     }
 }
 
 async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value, RpcError> {
-    let bad = |message: String| RpcError { code: BAD_ARGUMENTS, message };
+    let bad = |message: String| RpcError {
+        code: BAD_ARGUMENTS,
+        message,
+    };
     let function = context
         .sdk
         .get(&params.name)
         .ok_or_else(|| bad(format!("name '{}' is not a tool", params.name)))?;
     let keywords: Vec<(String, Value)> = params.kwargs.into_iter().collect();
-    let args = function.bind_args(params.args, keywords).map_err(|e| bad(e.to_string()))?;
+    let args = function
+        .bind_args(params.args, keywords)
+        .map_err(|e| bad(e.to_string()))?;
     let done = context.tool_calls.fetch_add(1, Ordering::Relaxed);
     if done >= context.max_tool_calls {
         return Err(RpcError {
@@ -204,15 +255,25 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
             ),
         });
     }
-    let result = context.tools.call_tool(&function.server, &function.tool, args).await;
+    let result = context
+        .tools
+        .call_tool(&function.server, &function.tool, args)
+        .await;
     if !function.read_only {
         context.side_effects.fetch_add(1, Ordering::Relaxed);
     }
     if let Some(observer) = &context.observer {
         observer(done + 1);
     }
-    let value = result.map_err(|failure| RpcError { code: TOOL_FAILED, message: failure.message })?;
-    let value = if function.unwrap_result { unwrap_result(value) } else { value };
+    let value = result.map_err(|failure| RpcError {
+        code: TOOL_FAILED,
+        message: failure.message,
+    })?;
+    let value = if function.unwrap_result {
+        unwrap_result(value)
+    } else {
+        value
+    };
     Ok(json!({ "value": value }))
 }
 

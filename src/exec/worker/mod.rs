@@ -91,14 +91,26 @@ pub fn find_python(configured: Option<&std::path::Path>) -> PathBuf {
 
 impl WorkerEngine {
     /// Checks the interpreter and opens the control channel on loopback.
-    pub async fn start_host(limits: WorkerLimits, python: PathBuf) -> Result<Arc<Self>, WorkerError> {
-        let probe = Command::new(&python).args(["-c", "import websockets"]).output().await;
+    pub async fn start_host(
+        limits: WorkerLimits,
+        python: PathBuf,
+    ) -> Result<Arc<Self>, WorkerError> {
+        let probe = Command::new(&python)
+            .args(["-c", "import websockets"])
+            .output()
+            .await;
         match probe {
             Ok(out) if out.status.success() => {}
-            Ok(_) => return Err(WorkerError::MissingWebsockets { python: python.display().to_string() }),
+            Ok(_) => {
+                return Err(WorkerError::MissingWebsockets {
+                    python: python.display().to_string(),
+                });
+            }
             Err(e) => return Err(WorkerError::Start(format!("{}: {e}", python.display()))),
         }
-        let control = ControlServer::start(std::net::Ipv4Addr::LOCALHOST.into()).await.map_err(WorkerError::Control)?;
+        let control = ControlServer::start(std::net::Ipv4Addr::LOCALHOST.into())
+            .await
+            .map_err(WorkerError::Control)?;
         let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
         let engine = Arc::new(Self {
             limits,
@@ -131,7 +143,9 @@ impl WorkerEngine {
             command.env("HOME", home);
         }
         crate::upstream::die_with_parent(&mut command);
-        let mut child = command.spawn().map_err(|e| format!("{}: {e}", self.python.display()))?;
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.python.display()))?;
         self.spawned.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::select! {
             link = linked => link.map_err(|_| "the control channel closed".to_owned()),
@@ -140,14 +154,20 @@ impl WorkerEngine {
         };
         self.control.forget(&token);
         let link = outcome?;
-        Ok(Worker { _child: child, link, catalog_version: None })
+        Ok(Worker {
+            _child: child,
+            link,
+            catalog_version: None,
+        })
     }
 
     /// Keeps one started worker ready for the next new session.
     fn refill_spare(self: &Arc<Self>) {
         let engine = Arc::downgrade(self);
         tokio::spawn(async move {
-            let Some(engine) = engine.upgrade() else { return };
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
             let mut spare = engine.spare.lock().await;
             if spare.is_some() {
                 return;
@@ -156,7 +176,10 @@ impl WorkerEngine {
                 Ok(worker) => *spare = Some(worker),
                 Err(e) => {
                     tracing::warn!(target: "codemcp::worker", error = %e, "could not pre-start a CPython worker");
-                    *engine.last_error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                    *engine
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(e);
                 }
             }
         });
@@ -193,7 +216,9 @@ impl WorkerEngine {
         globals: Option<Map<String, Value>>,
     ) -> (Execution, u32) {
         let started = Instant::now();
-        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| t.min(self.limits.exec_timeout));
+        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| {
+            t.min(self.limits.exec_timeout)
+        });
         let deadline = started + wall;
         let mut execution = Execution {
             stdout: String::new(),
@@ -210,14 +235,28 @@ impl WorkerEngine {
             execution.error = Some(RunError::new(
                 ErrorKind::Input,
                 "ValueError",
-                format!("code is {} bytes; the limit is {} bytes (CODEMCP_MAX_SOURCE_BYTES)", request.code.len(), self.limits.max_source_bytes),
+                format!(
+                    "code is {} bytes; the limit is {} bytes (CODEMCP_MAX_SOURCE_BYTES)",
+                    request.code.len(),
+                    self.limits.max_source_bytes
+                ),
             ));
             return (execution, 0);
         }
-        let state = match self.sessions.get_or_create(session, || WorkerSession { worker: None }) {
+        let state = match self
+            .sessions
+            .get_or_create(session, || WorkerSession { worker: None })
+        {
             Ok(state) => state,
             Err(full) => {
-                execution.error = Some(RunError::new(ErrorKind::Limit, "RuntimeError", format!("all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again", full.0)));
+                execution.error = Some(RunError::new(
+                    ErrorKind::Limit,
+                    "RuntimeError",
+                    format!(
+                        "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
+                        full.0
+                    ),
+                ));
                 return (execution, 0);
             }
         };
@@ -228,19 +267,30 @@ impl WorkerEngine {
                 return (execution, 0);
             }
         };
-        if guard.worker.as_ref().is_none_or(|w| w.link.closed().is_cancelled()) {
+        if guard
+            .worker
+            .as_ref()
+            .is_none_or(|w| w.link.closed().is_cancelled())
+        {
             match self.take_worker().await {
                 Ok(worker) => guard.worker = Some(worker),
                 Err(e) => {
-                    execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("cannot start the CPython worker: {e}")));
+                    execution.error = Some(RunError::new(
+                        ErrorKind::Internal,
+                        "RuntimeError",
+                        format!("cannot start the CPython worker: {e}"),
+                    ));
                     return (execution, 0);
                 }
             }
         }
-        let Some(worker) = guard.worker.as_mut() else { return (execution, 0) };
+        let Some(worker) = guard.worker.as_mut() else {
+            return (execution, 0);
+        };
         let sdk = tools.sdk();
         let (version, functions) = catalog_of(&sdk);
-        let catalog = (worker.catalog_version != Some(version)).then(|| Catalog { version, functions });
+        let catalog =
+            (worker.catalog_version != Some(version)).then(|| Catalog { version, functions });
         let name = session.0.to_string();
         let context = Arc::new(RunContext {
             tools,
@@ -266,30 +316,55 @@ impl WorkerEngine {
             () = control.cancel.cancelled() => Outcome::Cancelled,
         };
         worker.link.end_run(&name);
-        execution.tool_calls = context.tool_calls.load(Ordering::Relaxed).min(self.limits.max_tool_calls);
+        execution.tool_calls = context
+            .tool_calls
+            .load(Ordering::Relaxed)
+            .min(self.limits.max_tool_calls);
         let side_effects = context.side_effects.load(Ordering::Relaxed);
         match outcome {
             Outcome::Reply(Ok(value)) => {
                 worker.catalog_version = Some(version);
                 match serde_json::from_value::<RunResult>(value) {
                     Ok(result) => self.fill(&mut execution, result),
-                    Err(e) => execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("the worker sent a malformed result: {e}"))),
+                    Err(e) => {
+                        execution.error = Some(RunError::new(
+                            ErrorKind::Internal,
+                            "RuntimeError",
+                            format!("the worker sent a malformed result: {e}"),
+                        ))
+                    }
                 }
             }
             Outcome::Reply(Err(LinkError::Remote(message))) => {
-                execution.error = Some(RunError::new(ErrorKind::Internal, "RuntimeError", format!("the worker failed: {message}")));
+                execution.error = Some(RunError::new(
+                    ErrorKind::Internal,
+                    "RuntimeError",
+                    format!("the worker failed: {message}"),
+                ));
             }
             Outcome::Reply(Err(LinkError::Closed)) => {
                 guard.worker = None;
-                execution.error = Some(lost("the CPython worker exited (sys.exit, os._exit or a crash)", ErrorKind::Python, "SystemExit"));
+                execution.error = Some(lost(
+                    "the CPython worker exited (sys.exit, os._exit or a crash)",
+                    ErrorKind::Python,
+                    "SystemExit",
+                ));
             }
             Outcome::Deadline => {
                 guard.worker = None; // kill_on_drop stops the process
-                execution.error = Some(lost("run time limit exceeded; the worker was stopped and replaced", ErrorKind::Limit, "TimeoutError"));
+                execution.error = Some(lost(
+                    "run time limit exceeded; the worker was stopped and replaced",
+                    ErrorKind::Limit,
+                    "TimeoutError",
+                ));
             }
             Outcome::Cancelled => {
                 guard.worker = None;
-                let mut error = RunError::new(ErrorKind::Cancelled, "KeyboardInterrupt", "the run was cancelled by the client");
+                let mut error = RunError::new(
+                    ErrorKind::Cancelled,
+                    "KeyboardInterrupt",
+                    "the run was cancelled by the client",
+                );
                 error.session_reset = true;
                 execution.error = Some(error);
             }
@@ -302,12 +377,18 @@ impl WorkerEngine {
         execution.stdout = result.stdout;
         execution.truncated = result.truncated;
         if let Some(error) = result.error {
-            let mut run_error = RunError::new(ErrorKind::Python, error.exc_type, error.message);
-            run_error.traceback = (!error.traceback.is_empty()).then_some(error.traceback);
-            execution.error = Some(run_error);
+            let traceback = (!error.traceback.is_empty()).then_some(error.traceback);
+            execution.error = Some(
+                RunError::new(ErrorKind::Python, error.exc_type, error.message)
+                    .with_traceback(traceback),
+            );
             return;
         }
-        let size = result.result.as_ref().and_then(|v| serde_json::to_string(v).ok()).map_or(0, |s| s.len());
+        let size = result
+            .result
+            .as_ref()
+            .and_then(|v| serde_json::to_string(v).ok())
+            .map_or(0, |s| s.len());
         if size > self.limits.max_result_bytes {
             execution.error = Some(
                 RunError::new(
@@ -330,7 +411,11 @@ enum Outcome {
 }
 
 fn lost(what: &str, kind: ErrorKind, exc_type: &str) -> RunError {
-    let mut error = RunError::new(kind, exc_type, format!("{what}; this session's state was lost"));
+    let mut error = RunError::new(
+        kind,
+        exc_type,
+        format!("{what}; this session's state was lost"),
+    );
     error.session_reset = true;
     error
 }
@@ -340,7 +425,10 @@ fn catalog_of(sdk: &Sdk) -> (u64, Vec<FunctionInfo>) {
     let functions: Vec<FunctionInfo> = sdk
         .functions()
         .iter()
-        .map(|f| FunctionInfo { name: f.py_name.clone(), doc: format!("{}\n\n{}", f.signature(), f.description) })
+        .map(|f| FunctionInfo {
+            name: f.py_name.clone(),
+            doc: format!("{}\n\n{}", f.signature(), f.description),
+        })
         .collect();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     for f in &functions {
@@ -355,11 +443,25 @@ pub struct HostWorkers(pub Arc<WorkerEngine>);
 
 impl Engine for HostWorkers {
     fn describe(&self) -> String {
-        format!("cpython on the host ({}): NO sandbox, for trusted agents only", self.0.python.display())
+        format!(
+            "cpython on the host ({}): NO sandbox, for trusted agents only",
+            self.0.python.display()
+        )
     }
 
-    fn run(&self, session: SessionId, request: RunRequest, tools: Arc<dyn ToolHost>, control: RunControl) -> futures::future::BoxFuture<'_, Execution> {
-        Box::pin(async move { self.0.run_arc(session, request, tools, control, None).await.0 })
+    fn run(
+        &self,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> futures::future::BoxFuture<'_, Execution> {
+        Box::pin(async move {
+            self.0
+                .run_arc(session, request, tools, control, None)
+                .await
+                .0
+        })
     }
 
     fn end_session(&self, session: SessionId) {

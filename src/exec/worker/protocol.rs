@@ -114,7 +114,14 @@ pub struct RpcError {
 
 impl Frame {
     pub fn request(id: Value, method: &str, params: Value) -> Self {
-        Self { jsonrpc: JSONRPC.into(), id: Some(id), method: Some(method.into()), params: Some(params), result: None, error: None }
+        Self {
+            jsonrpc: JSONRPC.into(),
+            id: Some(id),
+            method: Some(method.into()),
+            params: Some(params),
+            result: None,
+            error: None,
+        }
     }
 
     pub fn response(id: Value, result: Result<Value, RpcError>) -> Self {
@@ -122,7 +129,14 @@ impl Frame {
             Ok(v) => (Some(v), None),
             Err(e) => (None, Some(e)),
         };
-        Self { jsonrpc: JSONRPC.into(), id: Some(id), method: None, params: None, result, error }
+        Self {
+            jsonrpc: JSONRPC.into(),
+            id: Some(id),
+            method: None,
+            params: None,
+            result,
+            error,
+        }
     }
 }
 
@@ -132,7 +146,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn golden(name: &str) -> Option<Frame> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("worker/golden").join(name);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("worker/golden")
+            .join(name);
         let text = std::fs::read_to_string(&path).ok()?;
         Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
     }
@@ -147,7 +163,12 @@ mod tests {
             let text = std::fs::read_to_string(entry.path()).expect("read golden");
             let original: Value = serde_json::from_str(&text).expect("golden is JSON");
             let frame: Frame = serde_json::from_value(original.clone()).expect("golden is a frame");
-            assert_eq!(serde_json::to_value(&frame).expect("serialize"), original, "{}", entry.path().display());
+            assert_eq!(
+                serde_json::to_value(&frame).expect("serialize"),
+                original,
+                "{}",
+                entry.path().display()
+            );
             checked += 1;
         }
         assert!(checked >= 6, "only {checked} golden files");
@@ -156,14 +177,17 @@ mod tests {
     #[test]
     fn golden_params_and_results_have_our_shapes() {
         if let Some(run) = golden("run_request.json") {
-            let params: RunParams = serde_json::from_value(run.params.expect("params")).expect("RunParams");
+            let params: RunParams =
+                serde_json::from_value(run.params.expect("params")).expect("RunParams");
             assert!(!params.code.is_empty());
         }
         if let Some(ok) = golden("run_result_ok.json") {
-            let _: RunResult = serde_json::from_value(ok.result.expect("result")).expect("RunResult");
+            let _: RunResult =
+                serde_json::from_value(ok.result.expect("result")).expect("RunResult");
         }
         if let Some(call) = golden("call_tool_request.json") {
-            let _: CallToolParams = serde_json::from_value(call.params.expect("params")).expect("CallToolParams");
+            let _: CallToolParams =
+                serde_json::from_value(call.params.expect("params")).expect("CallToolParams");
         }
     }
 }
