@@ -4,9 +4,9 @@
 # Usage: scripts/install-worker-python.sh [DIR]   (default ~/.local/share/codemcp/worker-python)
 set -euo pipefail
 DIR="${1:-${HOME}/.local/share/codemcp/worker-python}"
-PIN="websockets==15.0.1"
+PIN="websockets==17.4"
 PY="$DIR/bin/python"
-if [ -x "$PY" ] && "$PY" -c 'import websockets' 2>/dev/null; then
+if [ -x "$PY" ] && [ "$("$PY" -c "import websockets; print(websockets.__version__)" 2>/dev/null)" = "${PIN#websockets==}" ]; then
   echo "$PY"
   exit 0
 fi

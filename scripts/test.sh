@@ -15,12 +15,17 @@ scripts/test-deps.sh
 CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$ROOT/.deps/monty-runtime")"
 CODEMCP_PYTHON="$(scripts/install-worker-python.sh "$ROOT/.deps/worker-python")"
 export CODEMCP_MONTY_BIN CODEMCP_PYTHON
+# Gateways under test get no CPython fallback unless a test asks for one: with a
+# Docker engine and the worker image present, the default (auto) would escalate
+# to Docker and change the Monty-only verdicts. tests/docker.rs sets its own.
+export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 
 # monty 1.x declares rust-version 1.96; it builds fine on 1.95 with this flag.
 # Stdio gateways run Monty in-process and HTTP gateways in worker processes by
 # default; the second run repeats the core tests with the other placement.
 cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
+  "$CODEMCP_PYTHON" worker/test_bootstrap.py
   CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
 fi

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -13,7 +14,8 @@ use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
 use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
 use crate::exec::monty::{MontyEngine, MontyLimits};
 use crate::exec::router::Router;
-use crate::exec::worker::{HostWorkers, WorkerEngine, WorkerLimits, find_python};
+use crate::exec::worker::docker::{self, DockerConfig};
+use crate::exec::worker::{CpythonOnly, WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::exec::{Engine, RunControl, RunRequest, SessionId, ToolHost};
 use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::Catalog;
@@ -70,19 +72,19 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let catalog = Catalog::connect(&upstreams, settings.tool_timeout).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
-            let engine = engine(&settings, MontyPlacement::InProcess).await?;
+            let (engine, workers) = engine(&settings, MontyPlacement::InProcess).await?;
             let shared = Shared::new(
                 catalog,
                 engine,
                 settings.description_budget,
                 settings.output,
             );
-            server::serve_stdio(shared)
-                .await
-                .map_err(|e| e.to_string())?;
+            let served = server::serve_stdio(shared).await;
+            shutdown(workers).await;
+            served.map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
-            let engine = engine(&settings, MontyPlacement::Pool).await?;
+            let (engine, workers) = engine(&settings, MontyPlacement::Pool).await?;
             let shared = Shared::new(
                 catalog,
                 engine,
@@ -100,13 +102,15 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            server::serve_http(shared, addr, access, shutdown)
-                .await
-                .map_err(|e| e.to_string())?;
+            let served = server::serve_http(shared, addr, access, shutdown).await;
+            self::shutdown(workers).await;
+            served.map_err(|e| e.to_string())?;
         }
         Command::Exec { code } => {
-            let engine = engine(&settings, MontyPlacement::InProcess).await?;
-            return Ok(exec_once(catalog, engine.as_ref(), code, settings.output).await);
+            let (engine, workers) = engine(&settings, MontyPlacement::InProcess).await?;
+            let code = exec_once(catalog, engine.as_ref(), code, settings.output).await;
+            shutdown(workers).await;
+            return Ok(code);
         }
         Command::Sdk => {
             let sdk = catalog.sdk();
@@ -134,29 +138,69 @@ fn limits(settings: &Settings) -> MontyLimits {
     }
 }
 
+/// How long an explicitly chosen Docker engine may take to answer.
+const DOCKER_WAIT: Duration = Duration::from_secs(10);
+/// How long `CODEMCP_FALLBACK=auto` waits for one before going without.
+const DOCKER_AUTO_WAIT: Duration = Duration::from_secs(2);
+
 /// The engine `CODEMCP_ISOLATION` asks for: Monty (in the placement
-/// `CODEMCP_MONTY` asks for, else `default`) with its fallback, or CPython only.
-async fn engine(settings: &Settings, default: MontyPlacement) -> Result<Box<dyn Engine>, String> {
-    let engine: Box<dyn Engine> = match settings.isolation {
+/// `CODEMCP_MONTY` asks for, else `default`) with its fallback, or CPython
+/// only; and the CPython workers, to stop at exit.
+async fn engine(
+    settings: &Settings,
+    default: MontyPlacement,
+) -> Result<(Box<dyn Engine>, Option<Arc<WorkerEngine>>), String> {
+    let (engine, workers): (Box<dyn Engine>, _) = match settings.isolation {
         Isolation::Monty => {
             let monty = monty_engine(settings, default).await?;
             let (fallback, hint) = match settings.fallback {
                 Fallback::Host => (Some(host_workers(settings).await?), String::new()),
-                Fallback::Docker => return Err("CODEMCP_FALLBACK=docker: the Docker worker is not available in this build yet; use CODEMCP_FALLBACK=host (trusted agents only) or none".into()),
-                Fallback::Auto => (None, "No CPython fallback is enabled: to run such code in full CPython, start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox).".to_owned()),
-                Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none).".to_owned()),
+                Fallback::Docker => {
+                    let workers = docker_workers(settings, DOCKER_WAIT, true)
+                        .await
+                        .map_err(|e| format!("CODEMCP_FALLBACK=docker: {e}"))?;
+                    (Some(workers), String::new())
+                }
+                Fallback::Auto => match docker_workers(settings, DOCKER_AUTO_WAIT, false).await {
+                    Ok(workers) => (Some(workers), String::new()),
+                    Err(e) => {
+                        tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
+                        (None, format!("No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker: {e}. Or start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox)."))
+                    }
+                },
+                Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=docker (sandboxed) or CODEMCP_FALLBACK=host (trusted agents only: no sandbox) enables one.".to_owned()),
             };
-            Box::new(Router::new(monty, fallback, hint))
+            let workers = fallback.clone();
+            let router: Box<dyn Engine> = Box::new(Router::new(monty, fallback, hint));
+            (router, workers)
         }
-        Isolation::HostSystem => Box::new(HostWorkers(host_workers(settings).await?)),
-        Isolation::Docker => return Err("CODEMCP_ISOLATION=DOCKER: the Docker worker is not available in this build yet; use MONTY (default) or HOST_SYSTEM (trusted agents only)".into()),
+        Isolation::HostSystem => {
+            let workers = host_workers(settings).await?;
+            (Box::new(CpythonOnly(workers.clone())), Some(workers))
+        }
+        Isolation::Docker => {
+            let workers = docker_workers(settings, DOCKER_WAIT, true)
+                .await
+                .map_err(|e| format!("CODEMCP_ISOLATION=DOCKER: {e}"))?;
+            (Box::new(CpythonOnly(workers.clone())), Some(workers))
+        }
     };
-    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
-    Ok(engine)
+    let cpython = workers
+        .as_ref()
+        .map_or_else(|| "none".to_owned(), |w| w.describe());
+    tracing::info!(target: "codemcp", engine = %engine.describe(), %cpython, "engine ready");
+    Ok((engine, workers))
 }
 
-async fn host_workers(settings: &Settings) -> Result<std::sync::Arc<WorkerEngine>, String> {
-    let limits = WorkerLimits {
+/// Stops the CPython workers (their containers) before the gateway exits.
+async fn shutdown(workers: Option<Arc<WorkerEngine>>) {
+    if let Some(workers) = workers {
+        workers.shutdown().await;
+    }
+}
+
+fn worker_limits(settings: &Settings) -> WorkerLimits {
+    WorkerLimits {
         exec_timeout: settings.exec_timeout,
         max_output_bytes: settings.max_output_bytes,
         max_result_bytes: settings.max_result_bytes,
@@ -164,10 +208,39 @@ async fn host_workers(settings: &Settings) -> Result<std::sync::Arc<WorkerEngine
         max_tool_calls: settings.max_tool_calls,
         session_idle: settings.session_idle,
         max_sessions: settings.max_sessions,
-    };
-    WorkerEngine::start_host(limits, find_python(settings.python.as_deref()))
-        .await
-        .map_err(|e| e.to_string())
+    }
+}
+
+async fn host_workers(settings: &Settings) -> Result<Arc<WorkerEngine>, String> {
+    WorkerEngine::start_host(
+        worker_limits(settings),
+        find_python(settings.python.as_deref()),
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+async fn docker_workers(
+    settings: &Settings,
+    within: Duration,
+    prewarm: bool,
+) -> Result<Arc<WorkerEngine>, WorkerError> {
+    WorkerEngine::start_docker(
+        worker_limits(settings),
+        docker_config(settings),
+        within,
+        prewarm,
+    )
+    .await
+}
+
+fn docker_config(settings: &Settings) -> DockerConfig {
+    DockerConfig {
+        image: settings.docker_image.clone(),
+        memory_bytes: settings.docker_memory as u64,
+        pids: settings.docker_pids,
+        nano_cpus: settings.docker_nano_cpus,
+    }
 }
 
 /// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
@@ -263,18 +336,42 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         },
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
+    let status = docker::status(&settings.docker_image).await;
+    match &status.engine {
+        Ok(version) => println!("docker engine: {version} (answers)"),
+        Err(e) => println!("docker engine: NOT usable: {e}"),
+    }
+    match &status.image {
+        Some(Ok(image)) => println!("docker image: {image} (exists)"),
+        Some(Err(e)) => println!("docker image: NOT usable: {e}"),
+        None => println!(
+            "docker image: {} (not checked: no engine)",
+            settings.docker_image
+        ),
+    }
+    let docker_usable = matches!(status.image, Some(Ok(_)));
     let fallback = match (settings.isolation, settings.fallback) {
         (Isolation::HostSystem, _) => {
-            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
+            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)".to_owned()
         }
-        (Isolation::Docker, _) => "CODEMCP_ISOLATION=DOCKER is not available in this build",
+        (Isolation::Docker, _) => format!(
+            "every run in CPython in a Docker container (CODEMCP_ISOLATION=DOCKER){}",
+            if docker_usable { "" } else { ": NOT usable, see above" }
+        ),
         (_, Fallback::Host) => {
-            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)"
+            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)".to_owned()
         }
-        (_, Fallback::Docker) => "CODEMCP_FALLBACK=docker is not available in this build",
-        (_, Fallback::Auto | Fallback::None) => {
-            "none (set CODEMCP_FALLBACK=host to enable CPython on the host)"
+        (_, Fallback::Docker) => format!(
+            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=docker){}",
+            if docker_usable { "" } else { ": NOT usable, see above" }
+        ),
+        (_, Fallback::Auto) if docker_usable => {
+            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: engine and image found)".to_owned()
         }
+        (_, Fallback::Auto) => {
+            "none (CODEMCP_FALLBACK=auto found no usable Docker: see above)".to_owned()
+        }
+        (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
     };
     println!("cpython fallback: {fallback}");
 }

@@ -109,10 +109,21 @@ async fn side_effects_before_the_unsupported_line_block_escalation() {
 
 #[tokio::test]
 async fn without_a_fallback_the_error_says_how_to_enable_one() {
-    let client = Setup::new(json!({})).stdio(&[]).await;
-    let ran = client.exec("import statistics").await;
-    assert_eq!(ran.error_kind(), "unsupported");
-    assert!(ran.text.contains("CODEMCP_FALLBACK=host"), "{}", ran.text);
+    // `auto` means Docker when an engine answers: point it at none.
+    for fallback in ["none", "auto"] {
+        let env = [
+            ("CODEMCP_FALLBACK", fallback),
+            ("DOCKER_HOST", "unix:///nonexistent/docker.sock"),
+        ];
+        let client = Setup::new(json!({})).stdio(&env).await;
+        let ran = client.exec("import statistics").await;
+        assert_eq!(ran.error_kind(), "unsupported");
+        assert!(
+            ran.text.contains("CODEMCP_FALLBACK"),
+            "{fallback}: {}",
+            ran.text
+        );
+    }
 }
 
 #[tokio::test]

@@ -56,9 +56,14 @@ async fn post_initialize(url: &str, headers: &[(&str, &str)]) -> u16 {
 
 #[tokio::test]
 async fn concurrent_calls_from_many_sessions_do_not_cross() {
-    let gateway = start(json!({"everything": everything()}), &[]).await;
+    // One worker per session in pool mode: room for all twenty.
+    let gateway = start(
+        json!({"everything": everything()}),
+        &[("CODEMCP_MONTY_WORKERS", "24")],
+    )
+    .await;
     let mut clients = Vec::new();
-    for s in 0..10 {
+    for s in 0..20 {
         let client = connect(&gateway.url).await;
         let ran = exec(&client, &format!("me = {s}")).await;
         assert!(!ran.is_error, "{}", ran.text);
@@ -66,14 +71,14 @@ async fn concurrent_calls_from_many_sessions_do_not_cross() {
     }
     let mut calls = Vec::new();
     for (s, client) in clients.iter().enumerate() {
-        for c in 0..5 {
+        for c in 0..10 {
             let code =
                 format!("print('token-{s}-{c}')\nr = everything_get_sum(a={s}, b={c})\n[me, r]");
             calls.push(async move { (s, c, exec(client, &code).await) });
         }
     }
     let results = futures::future::join_all(calls).await;
-    assert_eq!(results.len(), 50);
+    assert_eq!(results.len(), 200);
     for (s, c, ran) in results {
         assert!(!ran.is_error, "{}", ran.text);
         assert_eq!(ran.stdout(), format!("token-{s}-{c}\n"));

@@ -17,8 +17,11 @@ import time
 import unittest
 from pathlib import Path
 
-from websockets.asyncio.server import serve
-from websockets.exceptions import ConnectionClosed
+try:
+    from websockets.asyncio.server import serve
+    from websockets.exceptions import ConnectionClosed
+except ImportError:
+    sys.exit("worker tests need websockets: python3 -m pip install websockets==17.4 (see PROTOCOL.md)")
 
 HERE = Path(__file__).resolve().parent
 BOOTSTRAP = HERE / "bootstrap.py"

@@ -86,6 +86,18 @@ pub struct Settings {
     pub fallback: Fallback,
     /// `CODEMCP_PYTHON`: the CPython for host workers (default `python3`).
     pub python: Option<std::path::PathBuf>,
+    /// `CODEMCP_DOCKER_IMAGE`: the worker image (default `codemcp-worker:1`,
+    /// built by `scripts/build-worker-image.sh`).
+    pub docker_image: String,
+    /// `CODEMCP_DOCKER_MEMORY`: memory per worker container, swap included,
+    /// with the same suffixes as `CODEMCP_MONTY_MEM_LIMIT` (default 512 MiB).
+    pub docker_memory: usize,
+    /// `CODEMCP_DOCKER_PIDS`: processes and threads per worker container
+    /// (default 128).
+    pub docker_pids: u32,
+    /// `CODEMCP_DOCKER_CPUS`: CPUs per worker container, fractions allowed
+    /// (`0.5`), kept as billionths as Docker's `NanoCpus` (default 1).
+    pub docker_nano_cpus: u64,
 }
 
 /// Which engine runs snippets (`CODEMCP_ISOLATION`).
@@ -150,6 +162,10 @@ impl Default for Settings {
             isolation: Isolation::Monty,
             fallback: Fallback::Auto,
             python: None,
+            docker_image: "codemcp-worker:1".to_owned(),
+            docker_memory: 512 * 1024 * 1024,
+            docker_pids: 128,
+            docker_nano_cpus: 1_000_000_000,
             output: OutputFormat::Compact,
         }
     }
@@ -183,6 +199,10 @@ impl fmt::Debug for Settings {
             .field("isolation", &self.isolation)
             .field("fallback", &self.fallback)
             .field("python", &self.python)
+            .field("docker_image", &self.docker_image)
+            .field("docker_memory", &self.docker_memory)
+            .field("docker_pids", &self.docker_pids)
+            .field("docker_nano_cpus", &self.docker_nano_cpus)
             .field("output", &self.output)
             .finish()
     }
@@ -251,6 +271,12 @@ impl Settings {
             python: env
                 .get("CODEMCP_PYTHON")
                 .map(|(_, path)| std::path::PathBuf::from(path)),
+            docker_image: env
+                .get("CODEMCP_DOCKER_IMAGE")
+                .map_or(d.docker_image, |(_, image)| image),
+            docker_memory: env.size("CODEMCP_DOCKER_MEMORY", d.docker_memory)?,
+            docker_pids: env.count("CODEMCP_DOCKER_PIDS", d.docker_pids)?,
+            docker_nano_cpus: env.cpus("CODEMCP_DOCKER_CPUS", d.docker_nano_cpus)?,
             output: env.output("CODEMCP_OUTPUT")?,
         })
     }
@@ -383,6 +409,25 @@ impl Env<'_> {
             })
     }
 
+    /// A positive number of CPUs, fractions allowed, as billionths.
+    fn cpus(&self, var: &str, default: u64) -> Result<u64, ConfigError> {
+        let Some((raw, value)) = self.get(var) else {
+            return Ok(default);
+        };
+        value
+            .parse::<f64>()
+            .ok()
+            .filter(|cpus| cpus.is_finite() && (0.01..=1024.0).contains(cpus))
+            .map(|cpus| (cpus * 1e9).round() as u64)
+            .ok_or_else(|| {
+                bad(
+                    var,
+                    &raw,
+                    "a number of CPUs from 0.01 to 1024, such as 1 or 0.5",
+                )
+            })
+    }
+
     fn hosts(&self, var: &str, default: Vec<String>) -> Result<Vec<String>, ConfigError> {
         self.list(
             var,
@@ -502,6 +547,31 @@ mod tests {
         assert_eq!(s.http_token, None);
         assert_eq!(s.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
         assert!(s.allowed_origins.is_empty());
+        assert_eq!(s.docker_image, "codemcp-worker:1");
+        assert_eq!(s.docker_memory, 512 << 20);
+        assert_eq!(s.docker_pids, 128);
+        assert_eq!(s.docker_nano_cpus, 1_000_000_000);
+    }
+
+    #[test]
+    fn docker_settings() {
+        let s = ok(&[
+            ("CODEMCP_DOCKER_IMAGE", "local/worker:2"),
+            ("CODEMCP_DOCKER_MEMORY", "1G"),
+            ("CODEMCP_DOCKER_PIDS", "64"),
+            ("CODEMCP_DOCKER_CPUS", "0.5"),
+        ]);
+        assert_eq!(s.docker_image, "local/worker:2");
+        assert_eq!(s.docker_memory, 1 << 30);
+        assert_eq!(s.docker_pids, 64);
+        assert_eq!(s.docker_nano_cpus, 500_000_000);
+        for cpus in ["0", "-1", "lots", "NaN", "inf", "0.001", "2000"] {
+            assert!(
+                err(&[("CODEMCP_DOCKER_CPUS", cpus)]).contains("a number of CPUs"),
+                "{cpus}"
+            );
+        }
+        assert!(err(&[("CODEMCP_DOCKER_PIDS", "0")]).contains("greater than zero"));
     }
 
     #[test]

@@ -102,9 +102,10 @@ impl Router {
 impl Engine for Router {
     fn describe(&self) -> String {
         match &self.fallback {
-            Some(_) => format!(
-                "{}; escalates to CPython on the host (no sandbox)",
-                self.monty.describe()
+            Some(fallback) => format!(
+                "{}; escalates to {}",
+                self.monty.describe(),
+                fallback.describe()
             ),
             None => format!("{}; no CPython fallback", self.monty.describe()),
         }

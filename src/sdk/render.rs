@@ -258,6 +258,11 @@ fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
             .find(|c| c.len() > 1 && all.contains(c))
             .unwrap_or(w)
     };
+    // `v2`, `v10`: version markers say nothing about what a server does.
+    let is_version_word = |w: &str| {
+        w.strip_prefix('v')
+            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+    };
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for f in functions {
         let distinct: BTreeSet<String> = words(&f.tool)
@@ -268,7 +273,7 @@ fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
                     && !w.chars().all(|c| c.is_ascii_digit())
                     && !own.contains(w)
                     && !GENERIC_WORDS.contains(&w.as_str())
-                    && !(w.starts_with('v') && w[1..].chars().all(|c| c.is_ascii_digit()))
+                    && !is_version_word(w)
             })
             .collect();
         for w in distinct {

@@ -121,6 +121,8 @@ impl Setup {
                 .arg(&config)
                 .env("CODEMCP_MONTY_BIN", monty_bin())
                 .env("CODEMCP_PYTHON", worker_python())
+                // Monty-only verdicts unless a test asks for a fallback.
+                .env("CODEMCP_FALLBACK", "none")
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });
@@ -267,6 +269,7 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         .arg(setup.config())
         .args(["serve", "--http", "127.0.0.1:0"])
         .env("CODEMCP_MONTY_BIN", monty_bin())
+        .env("CODEMCP_FALLBACK", "none")
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(std::process::Stdio::null())

@@ -40,8 +40,15 @@ fn opts() -> Opts {
                 println!("{}", tokens(&text));
                 std::process::exit(0);
             }
-            "--sizes" => o.sizes = value().split(',').map(|s| s.parse().expect("size")).collect(),
-            other => panic!("unknown option {other} (--codemcp, --python, --node-modules, --sizes, --count)"),
+            "--sizes" => {
+                o.sizes = value()
+                    .split(',')
+                    .map(|s| s.parse().expect("size"))
+                    .collect()
+            }
+            other => panic!(
+                "unknown option {other} (--codemcp, --python, --node-modules, --sizes, --count)"
+            ),
         }
     }
     o
@@ -84,7 +91,11 @@ async fn gateway_tool(conn: &Conn) -> (String, usize) {
     let tools = mcp::list(conn).await;
     assert_eq!(tools.len(), 1, "codemcp lists one tool");
     (
-        tools[0].description.as_deref().unwrap_or_default().to_owned(),
+        tools[0]
+            .description
+            .as_deref()
+            .unwrap_or_default()
+            .to_owned(),
         mcp::tools_tokens(&tools),
     )
 }
@@ -98,7 +109,11 @@ struct FixedRow {
 }
 
 fn mode_of(description: &str) -> &'static str {
-    if description.contains("\nFunctions (") { "signatures" } else { "index" }
+    if description.contains("\nFunctions (") {
+        "signatures"
+    } else {
+        "index"
+    }
 }
 
 #[tokio::main]
@@ -114,16 +129,34 @@ async fn main() {
         let direct = mcp::connect(&spec).await;
         let tools = mcp::list(&direct).await;
         let _ = direct.cancel().await;
-        let gw = gateway(&o, work.path(), &format!("catalog{n}"), json!({"catalog": spec})).await;
+        let gw = gateway(
+            &o,
+            work.path(),
+            &format!("catalog{n}"),
+            json!({"catalog": spec}),
+        )
+        .await;
         let (description, codemcp_tokens) = gateway_tool(&gw).await;
         let _ = gw.cancel().await;
         if n == *o.sizes.iter().max().unwrap() {
-            let again = gateway(&o, work.path(), &format!("catalog{n}b"), json!({"catalog": spec})).await;
+            let again = gateway(
+                &o,
+                work.path(),
+                &format!("catalog{n}b"),
+                json!({"catalog": spec}),
+            )
+            .await;
             let (second, _) = gateway_tool(&again).await;
             let _ = again.cancel().await;
-            stability.push((format!("{n}-tool catalog ({} mode): restart", mode_of(&description)), second == description));
+            stability.push((
+                format!("{n}-tool catalog ({} mode): restart", mode_of(&description)),
+                second == description,
+            ));
         }
-        eprintln!("catalog {n}: direct {} tokens, codemcp {codemcp_tokens}", mcp::tools_tokens(&tools));
+        eprintln!(
+            "catalog {n}: direct {} tokens, codemcp {codemcp_tokens}",
+            mcp::tools_tokens(&tools)
+        );
         fixed.push(FixedRow {
             label: format!("generated catalog, {n} tools"),
             tools: tools.len(),
@@ -141,10 +174,22 @@ async fn main() {
         std::fs::write(root.join("memory.jsonl"), tasks::memory_graph()).unwrap();
         roots.insert(form, root);
     }
-    let direct_peers = peers(&o.node_modules, &roots["direct"].join("files"), &roots["direct"].join("memory.jsonl"));
-    let code_peers = peers(&o.node_modules, &roots["code"].join("files"), &roots["code"].join("memory.jsonl"));
+    let direct_peers = peers(
+        &o.node_modules,
+        &roots["direct"].join("files"),
+        &roots["direct"].join("memory.jsonl"),
+    );
+    let code_peers = peers(
+        &o.node_modules,
+        &roots["code"].join("files"),
+        &roots["code"].join("memory.jsonl"),
+    );
     let mut direct: BTreeMap<String, Conn> = BTreeMap::new();
-    for (name, spec) in [("everything", &direct_peers.everything), ("fs", &direct_peers.fs), ("memory", &direct_peers.memory)] {
+    for (name, spec) in [
+        ("everything", &direct_peers.everything),
+        ("fs", &direct_peers.fs),
+        ("memory", &direct_peers.memory),
+    ] {
         direct.insert(name.to_owned(), mcp::connect(spec).await);
     }
     let mut all_tools = Vec::new();
@@ -165,14 +210,22 @@ async fn main() {
 
     // Index mode for the same peers, and what one discovery call costs there: the numbers
     // behind the default description budget.
-    let indexed = gateway_env(&o, work.path(), "peers-index", servers.clone(), json!({"CODEMCP_DESCRIPTION_BUDGET": (description.chars().count() - 1).to_string()})).await;
+    let indexed = gateway_env(
+        &o,
+        work.path(),
+        "peers-index",
+        servers.clone(),
+        json!({"CODEMCP_DESCRIPTION_BUDGET": (description.chars().count() - 1).to_string()}),
+    )
+    .await;
     let (index_description, index_fixed) = gateway_tool(&indexed).await;
     let discovery_code = r##"for q in ["read a text file", "list a directory with sizes"]:
     for hit in search_tools(q, 3):
         print(hit["signature"], "#", hit["summary"])"##;
     let found = mcp::call(&indexed, "execute_python", json!({"code": discovery_code})).await;
-    let discovery = tokens(&json!({"name": "execute_python", "arguments": {"code": discovery_code}}).to_string())
-        + tokens(&mcp::result_text(&found));
+    let discovery = tokens(
+        &json!({"name": "execute_python", "arguments": {"code": discovery_code}}).to_string(),
+    ) + tokens(&mcp::result_text(&found));
     let _ = indexed.cancel().await;
     fixed.push(FixedRow {
         label: "real peers, index mode (budget one character short)".into(),
@@ -195,22 +248,43 @@ async fn main() {
         let direct_answer = tasks::run_direct(task, &mut d).await;
         let rounds = d.calls.iter().map(|c| c.round).max().unwrap_or(0);
         let direct_tokens = rounds * direct_fixed
-            + d.calls.iter().map(|c| c.args_tokens + c.result_tokens).sum::<usize>();
-        let code = task.snippet.replace("{root}", &roots["code"].join("files").display().to_string());
+            + d.calls
+                .iter()
+                .map(|c| c.args_tokens + c.result_tokens)
+                .sum::<usize>();
+        let code = task
+            .snippet
+            .replace("{root}", &roots["code"].join("files").display().to_string());
         let result = mcp::call(&gw, "execute_python", json!({"code": code})).await;
         let text = mcp::result_text(&result);
-        let snippet_tokens = tokens(&json!({"name": "execute_python", "arguments": {"code": code}}).to_string());
+        let snippet_tokens =
+            tokens(&json!({"name": "execute_python", "arguments": {"code": code}}).to_string());
         let code_tokens = code_fixed + snippet_tokens + tokens(&text);
         let agree = text.trim() == direct_answer.trim() && result.is_error != Some(true);
         if !agree {
-            eprintln!("{}: answers differ\n  direct: {direct_answer}\n  code:   {text}", task.name);
+            eprintln!(
+                "{}: answers differ\n  direct: {direct_answer}\n  code:   {text}",
+                task.name
+            );
         }
-        rows.push((task, d.calls.len(), rounds, direct_tokens, code_tokens, agree, direct_answer));
+        let sequential = direct_tokens + (d.calls.len() - rounds) * direct_fixed;
+        rows.push((
+            task,
+            d.calls.len(),
+            rounds,
+            direct_tokens,
+            code_tokens,
+            agree,
+            sequential,
+        ));
     }
 
     // Stability of the description.
     let (after_tasks, _) = gateway_tool(&gw).await;
-    stability.push(("real peers: same session after running every task".into(), after_tasks == description));
+    stability.push((
+        "real peers: same session after running every task".into(),
+        after_tasks == description,
+    ));
     let _ = gw.cancel().await;
     for conn in direct.into_values() {
         let _ = conn.cancel().await;
@@ -221,13 +295,20 @@ async fn main() {
     stability.push(("real peers: restart".into(), second == description));
     // Reversed config order, and `everything` answers its handshake last.
     let mut slow_everything = code_peers.everything.clone();
-    let cmd = format!("sleep 1.5; exec node {}", shell_quote(slow_everything["args"][0].as_str().unwrap()));
+    let cmd = format!(
+        "sleep 1.5; exec node {}",
+        shell_quote(slow_everything["args"][0].as_str().unwrap())
+    );
     slow_everything = json!({"command": "sh", "args": ["-c", format!("{cmd} stdio")]});
-    let reordered = json!({"memory": code_peers.memory, "fs": code_peers.fs, "everything": slow_everything});
+    let reordered =
+        json!({"memory": code_peers.memory, "fs": code_peers.fs, "everything": slow_everything});
     let gw = gateway(&o, work.path(), "peers3", reordered).await;
     let (third, _) = gateway_tool(&gw).await;
     let _ = gw.cancel().await;
-    stability.push(("real peers: reversed config order, everything connects last".into(), third == description));
+    stability.push((
+        "real peers: reversed config order, everything connects last".into(),
+        third == description,
+    ));
 
     report(&fixed, &rows, &stability, &description);
     tuning.report();
@@ -263,37 +344,54 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-type TaskRow<'a> = (&'a tasks::Task, usize, usize, usize, usize, bool, String);
+/// (task, calls, rounds, direct, codemcp, answers agree, direct with one call per turn)
+type TaskRow<'a> = (&'a tasks::Task, usize, usize, usize, usize, bool, usize);
 
 fn pct(part: usize, whole: usize) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
-fn report(fixed: &[FixedRow], rows: &[TaskRow<'_>], stability: &[(String, bool)], description: &str) {
+fn report(
+    fixed: &[FixedRow],
+    rows: &[TaskRow<'_>],
+    stability: &[(String, bool)],
+    description: &str,
+) {
     println!("## Fixed cost: tool definitions in context (cl100k_base tokens)\n");
     println!("| catalog | tools | direct MCP | codemcp | codemcp / direct | description |");
     println!("|---|---:|---:|---:|---:|---|");
     for r in fixed {
         println!(
             "| {} | {} | {} | {} | {:.1} % | {} |",
-            r.label, r.tools, r.direct, r.codemcp, pct(r.codemcp, r.direct), r.mode
+            r.label,
+            r.tools,
+            r.direct,
+            r.codemcp,
+            pct(r.codemcp, r.direct),
+            r.mode
         );
     }
     println!("\n## Per task over the real peers (model-visible tokens)\n");
-    println!("| task | what | calls | rounds | direct | codemcp | saved | answers agree |");
-    println!("|---|---|---:|---:|---:|---:|---:|---|");
-    for (task, calls, rounds, direct, code, agree, _) in rows {
+    println!(
+        "| task | what | calls | rounds | direct | codemcp | saved | saved vs 1 call/turn | answers agree |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    for (task, calls, rounds, direct, code, agree, sequential) in rows {
         println!(
-            "| {} | {} | {calls} | {rounds} | {direct} | {code} | {:.1} % | {} |",
+            "| {} | {} | {calls} | {rounds} | {direct} | {code} | {:.1} % | {:.1} % | {} |",
             task.name,
             task.what,
             100.0 - pct(*code, *direct),
+            100.0 - pct(*code, *sequential),
             if *agree { "yes" } else { "NO" }
         );
     }
     println!("\n## Stability of the execute_python description\n");
     for (what, same) in stability {
-        println!("- {what}: {}", if *same { "byte-identical" } else { "CHANGED" });
+        println!(
+            "- {what}: {}",
+            if *same { "byte-identical" } else { "CHANGED" }
+        );
     }
     let direct_sum: usize = rows.iter().map(|r| r.3).sum();
     let code_sum: usize = rows.iter().map(|r| r.4).sum();
@@ -317,7 +415,11 @@ fn report(fixed: &[FixedRow], rows: &[TaskRow<'_>], stability: &[(String, bool)]
         dependent.iter().copied().fold(f64::INFINITY, f64::min),
         rows.iter().filter(|r| r.5).count(),
         rows.len(),
-        if stability.iter().all(|s| s.1) { "yes" } else { "NO" },
+        if stability.iter().all(|s| s.1) {
+            "yes"
+        } else {
+            "NO"
+        },
         description.chars().count(),
     );
 }

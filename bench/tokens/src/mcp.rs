@@ -26,7 +26,11 @@ pub async fn connect(spec: &Value) -> Conn {
     let command = spec["command"].as_str().expect("command");
     let args: Vec<String> = spec["args"]
         .as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let env: Vec<(String, String)> = spec["env"]
         .as_object()

@@ -47,7 +47,11 @@ impl<'a> Direct<'a> {
     async fn call(&mut self, server: &str, tool: &str, args: Value) -> String {
         let call = json!({"name": tool, "arguments": args});
         let result = mcp::call(&self.peers[server], tool, args).await;
-        assert!(result.is_error != Some(true), "{tool}: {}", mcp::result_text(&result));
+        assert!(
+            result.is_error != Some(true),
+            "{tool}: {}",
+            mcp::result_text(&result)
+        );
         let text = mcp::result_text(&result);
         self.calls.push(CallCost {
             round: self.round.max(1),
@@ -161,13 +165,21 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
         "sales-total" => {
             d.turn();
             let listing = d
-                .call("fs", "list_directory", json!({"path": format!("{root}/sales")}))
+                .call(
+                    "fs",
+                    "list_directory",
+                    json!({"path": format!("{root}/sales")}),
+                )
                 .await;
             d.turn();
             let mut total = 0.0;
             for name in files(&listing).filter(|n| n.ends_with(".csv")) {
                 let text = d
-                    .call("fs", "read_text_file", json!({"path": format!("{root}/sales/{name}")}))
+                    .call(
+                        "fs",
+                        "read_text_file",
+                        json!({"path": format!("{root}/sales/{name}")}),
+                    )
                     .await;
                 total += column_sum(&text, "revenue");
             }
@@ -175,8 +187,10 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
         }
         "gold-balances" => {
             d.turn();
-            let found: Value =
-                parse(&d.call("memory", "search_nodes", json!({"query": "customer"})).await);
+            let found: Value = parse(
+                &d.call("memory", "search_nodes", json!({"query": "customer"}))
+                    .await,
+            );
             d.turn();
             let mut total = 0.0;
             for e in found["entities"].as_array().unwrap() {
@@ -184,10 +198,17 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
                 if e["entityType"] != "customer" || !obs.contains(&"tier: gold") {
                     continue;
                 }
-                let path = obs.iter().find_map(|o| o.strip_prefix("account file: ")).unwrap();
+                let path = obs
+                    .iter()
+                    .find_map(|o| o.strip_prefix("account file: "))
+                    .unwrap();
                 let account: Value = parse(
-                    &d.call("fs", "read_text_file", json!({"path": format!("{root}/{path}")}))
-                        .await,
+                    &d.call(
+                        "fs",
+                        "read_text_file",
+                        json!({"path": format!("{root}/{path}")}),
+                    )
+                    .await,
                 );
                 total += account["balance"].as_f64().unwrap();
             }
@@ -200,7 +221,11 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
                 let text = d
                     .call("everything", "get-sum", json!({"a": i, "b": (i * 7) % 11}))
                     .await;
-                let last = text.split_whitespace().last().unwrap().trim_end_matches('.');
+                let last = text
+                    .split_whitespace()
+                    .last()
+                    .unwrap()
+                    .trim_end_matches('.');
                 best = best.max(last.parse().unwrap());
             }
             format!("{best:.0}")
@@ -225,7 +250,12 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
                 .iter()
                 .min_by_key(|(name, n)| (std::cmp::Reverse(**n), (*name).clone()))
                 .unwrap();
-            format!("{} {} of {}", worst.0, worst.1, counts.values().sum::<usize>())
+            format!(
+                "{} {} of {}",
+                worst.0,
+                worst.1,
+                counts.values().sum::<usize>()
+            )
         }
         "largest-doc" => {
             d.turn();
@@ -258,8 +288,12 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
             let mut best: Option<(String, f64)> = None;
             for city in ["New York", "Chicago", "Los Angeles"] {
                 let w: Value = parse(
-                    &d.call("everything", "get-structured-content", json!({"location": city}))
-                        .await,
+                    &d.call(
+                        "everything",
+                        "get-structured-content",
+                        json!({"location": city}),
+                    )
+                    .await,
                 );
                 let t = w["temperature"].as_f64().unwrap();
                 if best.as_ref().is_none_or(|(_, b)| t > *b) {
@@ -281,8 +315,10 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
                 .collect();
             names.sort();
             d.turn();
-            let opened: Value =
-                parse(&d.call("memory", "open_nodes", json!({"names": names})).await);
+            let opened: Value = parse(
+                &d.call("memory", "open_nodes", json!({"names": names}))
+                    .await,
+            );
             let roles: BTreeMap<&str, &str> = opened["entities"]
                 .as_array()
                 .unwrap()
@@ -304,7 +340,11 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
         "write-report" => {
             d.turn();
             let text = d
-                .call("fs", "read_text_file", json!({"path": format!("{root}/sales/q1.csv")}))
+                .call(
+                    "fs",
+                    "read_text_file",
+                    json!({"path": format!("{root}/sales/q1.csv")}),
+                )
                 .await;
             let mut by: BTreeMap<&str, f64> = BTreeMap::new();
             for row in text.lines().skip(1) {
@@ -321,14 +361,25 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
                 .await;
             d.turn();
             let info = d.call("fs", "get_file_info", json!({"path": path})).await;
-            info.lines().find(|l| l.starts_with("size:")).unwrap().to_owned()
+            info.lines()
+                .find(|l| l.starts_with("size:"))
+                .unwrap()
+                .to_owned()
         }
         "import-team" => {
             d.turn();
             let text = d
-                .call("fs", "read_text_file", json!({"path": format!("{root}/team.csv")}))
+                .call(
+                    "fs",
+                    "read_text_file",
+                    json!({"path": format!("{root}/team.csv")}),
+                )
                 .await;
-            let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|r| r.split(',').collect()).collect();
+            let rows: Vec<Vec<&str>> = text
+                .lines()
+                .skip(1)
+                .map(|r| r.split(',').collect())
+                .collect();
             let entities: Vec<Value> = rows
                 .iter()
                 .map(|r| json!({"name": r[0], "entityType": "person", "observations": [format!("role: {}", r[1])]}))
@@ -341,11 +392,17 @@ pub async fn run_direct(task: &Task, d: &mut Direct<'_>) -> String {
             d.call("memory", "create_entities", json!({"entities": entities}))
                 .await;
             d.turn();
-            d.call("memory", "create_relations", json!({"relations": relations}))
-                .await;
+            d.call(
+                "memory",
+                "create_relations",
+                json!({"relations": relations}),
+            )
+            .await;
             d.turn();
-            let found: Value =
-                parse(&d.call("memory", "search_nodes", json!({"query": "role: engineer"})).await);
+            let found: Value = parse(
+                &d.call("memory", "search_nodes", json!({"query": "role: engineer"}))
+                    .await,
+            );
             let mut names: Vec<&str> = found["entities"]
                 .as_array()
                 .unwrap()
@@ -406,8 +463,16 @@ pub fn write_fixtures(root: &Path) {
         }
         put(&format!("sales/q{q}.csv"), &csv);
     }
-    put("sales/README.txt", "Quarterly sales exports, one CSV per quarter.\n");
-    for (name, balance) in [("acme", 12_840.5), ("globex", 3_120.0), ("initech", 7_455.25), ("umbrella", 990.75)] {
+    put(
+        "sales/README.txt",
+        "Quarterly sales exports, one CSV per quarter.\n",
+    );
+    for (name, balance) in [
+        ("acme", 12_840.5),
+        ("globex", 3_120.0),
+        ("initech", 7_455.25),
+        ("umbrella", 990.75),
+    ] {
         put(
             &format!("accounts/{name}.json"),
             &json!({"customer": name, "balance": balance, "currency": "USD", "updated": "2026-11-01"}).to_string(),
@@ -416,22 +481,46 @@ pub fn write_fixtures(root: &Path) {
     for (i, name) in ["api", "worker", "billing"].iter().enumerate() {
         let mut log = String::new();
         for line in 0..40usize {
-            let level = if (line * 7 + i * 3) % 9 == 0 { "ERROR" } else if line % 4 == 0 { "WARN" } else { "INFO" };
-            let _ = writeln!(log, "2026-11-20T10:{:02}:{:02}Z {level} {name}: request {line} handled in {} ms", line % 60, (line * 13) % 60, 20 + line * 3);
+            let level = if (line * 7 + i * 3) % 9 == 0 {
+                "ERROR"
+            } else if line % 4 == 0 {
+                "WARN"
+            } else {
+                "INFO"
+            };
+            let _ = writeln!(
+                log,
+                "2026-11-20T10:{:02}:{:02}Z {level} {name}: request {line} handled in {} ms",
+                line % 60,
+                (line * 13) % 60,
+                20 + line * 3
+            );
         }
         let dir = if i == 2 { "logs/archive" } else { "logs" };
         put(&format!("{dir}/{name}.log"), &log);
     }
     put("logs/notes.txt", "not a log\n");
-    for (name, paragraphs) in [("intro.md", 2), ("design.md", 9), ("faq.md", 4), ("changelog.md", 6)] {
+    for (name, paragraphs) in [
+        ("intro.md", 2),
+        ("design.md", 9),
+        ("faq.md", 4),
+        ("changelog.md", 6),
+    ] {
         let mut text = format!("# {name}: the first line\n");
         for p in 0..paragraphs {
-            let _ = writeln!(text, "\nParagraph {p} of {name}. {}", "Some words about the system. ".repeat(8));
+            let _ = writeln!(
+                text,
+                "\nParagraph {p} of {name}. {}",
+                "Some words about the system. ".repeat(8)
+            );
         }
         put(&format!("docs/{name}"), &text);
     }
     put("reports/.keep", "");
-    put("team.csv", "name,role,company\nErin,engineer,Initech\nFrank,designer,Acme Corp\nGrace,engineer,Acme Corp\n");
+    put(
+        "team.csv",
+        "name,role,company\nErin,engineer,Initech\nFrank,designer,Acme Corp\nGrace,engineer,Acme Corp\n",
+    );
 }
 
 /// The memory server's starting graph (JSON lines).
@@ -461,5 +550,9 @@ pub fn memory_graph() -> String {
     ] {
         lines.push(json!({"type": "relation", "from": from, "to": to, "relationType": kind}));
     }
-    lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+    lines
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

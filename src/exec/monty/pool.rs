@@ -109,6 +109,7 @@ impl Drop for PoolSession {
 pub struct PoolEngine {
     limits: MontyLimits,
     pool: Pool,
+    max_workers: usize,
     binary: PathBuf,
     sessions: SessionTable<PoolSession>,
 }
@@ -131,10 +132,14 @@ impl PoolEngine {
                 path: binary.display().to_string(),
                 message: e.to_string(),
             })?;
-        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
+        // A session holds its worker while it lives, so at most `max_workers`
+        // sessions keep state: a new one evicts the least recently used idle one.
+        let max_workers = max_workers.max(1);
+        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions.min(max_workers));
         Ok(Self {
             limits,
             pool,
+            max_workers,
             binary,
             sessions,
         })
@@ -268,7 +273,7 @@ impl PoolEngine {
                     "RuntimeError",
                     format!(
                         "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
-                        self.pool_size()
+                        self.max_workers
                     ),
                 ),
                 other => RunError::new(
@@ -290,10 +295,6 @@ impl PoolEngine {
                 format!("a new Monty worker failed: {other:?}"),
             )),
         }
-    }
-
-    fn pool_size(&self) -> usize {
-        self.pool.idle_workers().max(1)
     }
 }
 

@@ -4,26 +4,30 @@
 //! start. A run past its time limit gets its worker killed and replaced, and
 //! the response says the session state was lost; so does a worker that exits.
 //!
-//! This build runs workers as host processes (`CODEMCP_ISOLATION=HOST_SYSTEM`
-//! or `CODEMCP_FALLBACK=host`): no sandbox, for trusted agents only.
+//! Workers run where a [`Spawner`] puts them: in hardened Docker containers
+//! (`docker.rs`) or as host processes (`spawn.rs`; no sandbox, for trusted
+//! agents only).
 
 mod control;
+pub mod docker;
 mod link;
 pub mod protocol;
+mod spawn;
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use self::control::ControlServer;
+use self::docker::{DockerConfig, DockerSpawner};
 use self::link::{LinkError, RunContext, WorkerLink};
 use self::protocol::{Catalog, FunctionInfo, RunParams, RunResult};
+use self::spawn::{Exit, HostSpawner, Launched, Spawner};
 use super::monty::sessions::SessionTable;
 use super::{Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
 use crate::sdk::Sdk;
@@ -36,6 +40,8 @@ const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
 pub const WEBSOCKETS_PIN: &str = "websockets>=13,<18";
 /// How long a new worker may take to dial in.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long to wait for the exit status of a worker whose connection closed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -48,6 +54,12 @@ pub enum WorkerError {
     MissingWebsockets { python: String },
     #[error("cannot open the worker control channel: {0}")]
     Control(std::io::Error),
+    #[error("no Docker engine answers ({detail}); {}", docker::ENGINE_FIX)]
+    NoDockerEngine { detail: String },
+    #[error("the worker image {image} does not exist; {}", docker::IMAGE_FIX)]
+    NoDockerImage { image: String },
+    #[error("Docker: {0}")]
+    Docker(String),
 }
 
 /// Limits the worker engine applies.
@@ -63,11 +75,17 @@ pub struct WorkerLimits {
 }
 
 struct Worker {
-    /// Held so the process is killed when the worker is dropped.
-    _child: Child,
+    /// Dropping it stops the process or container.
+    process: Box<dyn Launched>,
     link: Arc<WorkerLink>,
     /// The catalog version this worker has seen.
     catalog_version: Option<u64>,
+}
+
+impl Worker {
+    fn usable(&mut self) -> bool {
+        !self.link.closed().is_cancelled() && !self.process.has_exited()
+    }
 }
 
 struct WorkerSession {
@@ -76,7 +94,7 @@ struct WorkerSession {
 
 pub struct WorkerEngine {
     limits: WorkerLimits,
-    python: PathBuf,
+    spawner: Box<dyn Spawner>,
     control: Arc<ControlServer>,
     sessions: SessionTable<WorkerSession>,
     spare: Arc<tokio::sync::Mutex<Option<Worker>>>,
@@ -111,51 +129,84 @@ impl WorkerEngine {
         let control = ControlServer::start(std::net::Ipv4Addr::LOCALHOST.into())
             .await
             .map_err(WorkerError::Control)?;
+        let spawner = HostSpawner {
+            python,
+            bootstrap: BOOTSTRAP,
+        };
+        Ok(Self::start(limits, Box::new(spawner), control, true))
+    }
+
+    /// Checks the Docker engine (answering within `within`) and the image,
+    /// and opens the control channel on the workers' network gateway address
+    /// only. With `prewarm`, a spare container starts at once; otherwise on
+    /// first use.
+    pub async fn start_docker(
+        limits: WorkerLimits,
+        config: DockerConfig,
+        within: Duration,
+        prewarm: bool,
+    ) -> Result<Arc<Self>, WorkerError> {
+        let spawner = DockerSpawner::prepare(config, within, BOOTSTRAP).await?;
+        let control = ControlServer::start(spawner.control_address())
+            .await
+            .map_err(WorkerError::Control)?;
+        Ok(Self::start(limits, Box::new(spawner), control, prewarm))
+    }
+
+    fn start(
+        limits: WorkerLimits,
+        spawner: Box<dyn Spawner>,
+        control: Arc<ControlServer>,
+        prewarm: bool,
+    ) -> Arc<Self> {
         let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
         let engine = Arc::new(Self {
             limits,
-            python,
+            spawner,
             control,
             sessions,
             spare: Arc::default(),
             spawned: AtomicU32::new(0),
             last_error: Mutex::new(None),
         });
-        engine.refill_spare();
-        Ok(engine)
+        if prewarm {
+            engine.refill_spare();
+        }
+        engine
+    }
+
+    /// Where workers run, in one line.
+    pub fn describe(&self) -> String {
+        self.spawner.describe()
+    }
+
+    /// Stops every worker (gateway exit) and waits for it: a dropped worker's
+    /// container is removed by a task that may never run once the runtime ends.
+    pub async fn shutdown(&self) {
+        self.spawner.shutdown().await;
     }
 
     async fn spawn_worker(&self) -> Result<Worker, String> {
         let (token, linked) = self.control.expect();
-        let mut command = Command::new(&self.python);
-        command
-            .args(["-u", "-c", BOOTSTRAP])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("CODEMCP_CONTROL_URL", self.control.url())
-            .env("CODEMCP_WORKER_TOKEN", &token)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        if let Some(home) = std::env::var_os("HOME") {
-            command.env("HOME", home);
-        }
-        crate::upstream::die_with_parent(&mut command);
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("{}: {e}", self.python.display()))?;
+        let url = self.control.url();
+        let launched = self.spawner.spawn(&url, &token).await;
+        let mut process = match launched {
+            Ok(process) => process,
+            Err(e) => {
+                self.control.forget(&token);
+                return Err(e);
+            }
+        };
         self.spawned.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::select! {
             link = linked => link.map_err(|_| "the control channel closed".to_owned()),
-            status = child.wait() => Err(format!("the worker exited before connecting ({})", status.map_or_else(|e| e.to_string(), |s| s.to_string()))),
+            exit = process.exited() => Err(format!("the worker exited before connecting ({})", exit.description)),
             () = tokio::time::sleep(START_TIMEOUT) => Err(format!("the worker did not connect within {} s", START_TIMEOUT.as_secs())),
         };
         self.control.forget(&token);
         let link = outcome?;
         Ok(Worker {
-            _child: child,
+            process,
             link,
             catalog_version: None,
         })
@@ -188,10 +239,12 @@ impl WorkerEngine {
     async fn take_worker(self: &Arc<Self>) -> Result<Worker, String> {
         let ready = self.spare.lock().await.take();
         self.refill_spare();
-        match ready {
-            Some(worker) if !worker.link.closed().is_cancelled() => Ok(worker),
-            _ => self.spawn_worker().await,
+        if let Some(mut worker) = ready
+            && worker.usable()
+        {
+            return Ok(worker);
         }
+        self.spawn_worker().await
     }
 
     pub fn end_session_state(&self, session: SessionId) {
@@ -224,7 +277,7 @@ impl WorkerEngine {
             stdout: String::new(),
             result: None,
             error: None,
-            engine: HOST_ENGINE,
+            engine: self.spawner.engine(),
             escalated: None,
             elapsed_ms: 0,
             tool_calls: 0,
@@ -267,11 +320,7 @@ impl WorkerEngine {
                 return (execution, 0);
             }
         };
-        if guard
-            .worker
-            .as_ref()
-            .is_none_or(|w| w.link.closed().is_cancelled())
-        {
+        if guard.worker.as_mut().is_none_or(|w| !w.usable()) {
             match self.take_worker().await {
                 Ok(worker) => guard.worker = Some(worker),
                 Err(e) => {
@@ -290,7 +339,7 @@ impl WorkerEngine {
         let sdk = tools.sdk();
         let (version, functions) = catalog_of(&sdk);
         let catalog =
-            (worker.catalog_version != Some(version)).then(|| Catalog { version, functions });
+            (worker.catalog_version != Some(version)).then_some(Catalog { version, functions });
         let name = session.0.to_string();
         let context = Arc::new(RunContext {
             tools,
@@ -310,8 +359,11 @@ impl WorkerEngine {
             globals,
         };
         let params = serde_json::to_value(&params).unwrap_or(Value::Null);
+        let link = worker.link.clone();
         let outcome = tokio::select! {
-            reply = worker.link.request("run", params) => Outcome::Reply(reply),
+            reply = link.request("run", params) => Outcome::Reply(reply),
+            // A container can die without its connection closing cleanly.
+            exit = worker.process.exited() => Outcome::Exited(exit),
             () = tokio::time::sleep_until(deadline.into()) => Outcome::Deadline,
             () = control.cancel.cancelled() => Outcome::Cancelled,
         };
@@ -343,15 +395,16 @@ impl WorkerEngine {
                 ));
             }
             Outcome::Reply(Err(LinkError::Closed)) => {
+                let exit = tokio::time::timeout(EXIT_GRACE, worker.process.exited()).await;
                 guard.worker = None;
-                execution.error = Some(lost(
-                    "the CPython worker exited (sys.exit, os._exit or a crash)",
-                    ErrorKind::Python,
-                    "SystemExit",
-                ));
+                execution.error = Some(self.worker_gone(exit.ok()));
+            }
+            Outcome::Exited(exit) => {
+                guard.worker = None;
+                execution.error = Some(self.worker_gone(Some(exit)));
             }
             Outcome::Deadline => {
-                guard.worker = None; // kill_on_drop stops the process
+                guard.worker = None; // dropping the worker stops its process
                 execution.error = Some(lost(
                     "run time limit exceeded; the worker was stopped and replaced",
                     ErrorKind::Limit,
@@ -371,6 +424,38 @@ impl WorkerEngine {
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         (execution, side_effects)
+    }
+
+    /// The error of a run whose worker ended under it.
+    fn worker_gone(&self, exit: Option<Exit>) -> RunError {
+        match exit {
+            Some(exit) if exit.killed => {
+                let limit = self
+                    .spawner
+                    .memory_limit()
+                    .map_or_else(String::new, |l| format!(" ({l})"));
+                lost(
+                    &format!(
+                        "the CPython worker was killed (SIGKILL), most likely for using more than its memory limit{limit}, else from outside"
+                    ),
+                    ErrorKind::Limit,
+                    "MemoryError",
+                )
+            }
+            Some(exit) => lost(
+                &format!(
+                    "the CPython worker exited ({}: sys.exit, os._exit or a crash)",
+                    exit.description
+                ),
+                ErrorKind::Python,
+                "SystemExit",
+            ),
+            None => lost(
+                "the CPython worker exited (sys.exit, os._exit or a crash)",
+                ErrorKind::Python,
+                "SystemExit",
+            ),
+        }
     }
 
     fn fill(&self, execution: &mut Execution, result: RunResult) {
@@ -406,6 +491,7 @@ impl WorkerEngine {
 
 enum Outcome {
     Reply(Result<Value, LinkError>),
+    Exited(Exit),
     Deadline,
     Cancelled,
 }
@@ -438,15 +524,28 @@ fn catalog_of(sdk: &Sdk) -> (u64, Vec<FunctionInfo>) {
     (hasher.finish(), functions)
 }
 
-/// The worker engine as a plain [`Engine`] (no globals carried over).
-pub struct HostWorkers(pub Arc<WorkerEngine>);
+/// SHA-256 of the worker code in this build, as the image label has it.
+fn bootstrap_sha256() -> String {
+    sha256_hex(BOOTSTRAP.as_bytes())
+}
 
-impl Engine for HostWorkers {
+fn sha256_hex(data: &[u8]) -> String {
+    // rustls (linked with ring for https upstreams) has SHA-256; no crate for one digest.
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+    suite
+        .tls13()
+        .map(|s| s.common.hash_provider.hash(data))
+        .map(|digest| digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+        .unwrap_or_default()
+}
+
+/// The worker engine as a plain [`Engine`] (every run in CPython; no globals
+/// carried over).
+pub struct CpythonOnly(pub Arc<WorkerEngine>);
+
+impl Engine for CpythonOnly {
     fn describe(&self) -> String {
-        format!(
-            "cpython on the host ({}): NO sandbox, for trusted agents only",
-            self.0.python.display()
-        )
+        self.0.describe()
     }
 
     fn run(
@@ -470,5 +569,16 @@ impl Engine for HostWorkers {
 
     fn expire_idle(&self) {
         self.0.expire_idle_state();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sha256_matches_the_standard_vector() {
+        assert_eq!(
+            super::sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

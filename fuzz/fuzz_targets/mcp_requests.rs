@@ -1,0 +1,50 @@
+//! Arbitrary `execute_python` arguments through the real MCP handler (no
+//! upstreams). Must never panic or hang.
+#![no_main]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use codemcp::config::{OutputFormat, UpstreamConfig};
+use codemcp::exec::RunControl;
+use codemcp::exec::monty::memory::CountingAllocator;
+use codemcp::exec::monty::{MontyEngine, MontyLimits};
+use codemcp::server::{Gateway, Shared};
+use codemcp::upstream::Catalog;
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
+    static WORLD: OnceLock<(tokio::runtime::Runtime, Gateway)> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        let gateway = runtime.block_on(async {
+            let config = UpstreamConfig { path: None, servers: Vec::new(), skipped: Vec::new() };
+            let catalog = Catalog::connect(&config, Duration::from_secs(1)).await;
+            let engine = MontyEngine::new(MontyLimits {
+                exec_timeout: Duration::from_millis(200),
+                max_output_bytes: 64 << 10,
+                max_result_bytes: 64 << 10,
+                max_source_bytes: 64 << 10,
+                max_tool_calls: 20,
+                max_recursion_depth: 100,
+                max_sleep_total: Duration::from_millis(10),
+                memory_limit: 64 << 20,
+                session_idle: Duration::from_secs(60),
+                max_sessions: 4,
+            });
+            Gateway::new_session(Shared::new(catalog, Box::new(engine), 24_000, OutputFormat::Compact))
+        });
+        (runtime, gateway)
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
+    let (runtime, gateway) = world();
+    let arguments = value.as_object().cloned();
+    let _ = runtime.block_on(gateway.execute(arguments.as_ref(), RunControl::default()));
+});

@@ -1,0 +1,674 @@
+//! Workers in hardened Docker containers (`CODEMCP_ISOLATION=DOCKER`,
+//! `CODEMCP_FALLBACK=docker|auto`), driven with bollard.
+//!
+//! Every container: all capabilities dropped, no-new-privileges, read-only
+//! root, a small noexec `/tmp`, user 65534, memory/pids/CPU limits, and only
+//! the gateway's internal bridge network (`codemcp-workers`: no masquerading,
+//! no traffic between containers). The control channel listens on that
+//! network's gateway address only. Containers are labelled with the gateway
+//! that started them; a gateway removes its own on drop and exit, and the
+//! containers of gateways that died at its start. `auto_remove` and the
+//! worker's exit on a closed control channel clean up after a killed gateway.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::errors::Error as DockerApiError;
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, NetworkCreateRequest};
+use bollard::query_parameters::{
+    ListContainersOptions, ListNetworksOptions, RemoveContainerOptions, WaitContainerOptions,
+};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+
+use super::WorkerError;
+use super::spawn::{Exit, Launched, Spawner};
+
+pub const DOCKER_ENGINE: &str = "cpython-docker";
+/// The internal bridge network every gateway on this engine shares.
+pub const NETWORK: &str = "codemcp-workers";
+/// Where `scripts/build-worker-image.sh` puts `worker/bootstrap.py`.
+const BAKED_BOOTSTRAP: &str = "/opt/codemcp/bootstrap.py";
+/// The image label holding the SHA-256 of the baked bootstrap.
+const BOOTSTRAP_LABEL: &str = "codemcp.bootstrap.sha256";
+const WORKER_LABEL: &str = "codemcp.worker";
+const HOST_LABEL: &str = "codemcp.gateway.host";
+const PID_LABEL: &str = "codemcp.gateway.pid";
+const START_LABEL: &str = "codemcp.gateway.start";
+/// Scratch space for snippets; counted against the memory limit.
+const TMPFS: &str = "rw,noexec,nosuid,nodev,size=64m";
+/// How long removing a container may take at gateway exit.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The fix for a missing engine or image, named in every such error.
+pub const ENGINE_FIX: &str = "start one with `sudo scripts/docker-engine.sh` (installs Debian's docker.io and starts dockerd), then build the worker image with `scripts/build-worker-image.sh`";
+pub const IMAGE_FIX: &str =
+    "build it with `scripts/build-worker-image.sh` (CODEMCP_DOCKER_IMAGE selects another image)";
+
+/// The container limits (`CODEMCP_DOCKER_*`).
+#[derive(Debug, Clone)]
+pub struct DockerConfig {
+    pub image: String,
+    pub memory_bytes: u64,
+    pub pids: u32,
+    pub nano_cpus: u64,
+}
+
+/// What `codemcp check` reports about Docker.
+pub struct DockerStatus {
+    /// The engine's version and API, or why it does not answer.
+    pub engine: Result<String, String>,
+    /// Whether the image exists and carries this build's worker code.
+    pub image: Option<Result<String, String>>,
+}
+
+/// Connects and negotiates the API version (Debian's engine speaks 1.41).
+async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
+    let no_engine = |detail: String| WorkerError::NoDockerEngine { detail };
+    let docker = Docker::connect_with_defaults().map_err(|e| no_engine(e.to_string()))?;
+    let answered = tokio::time::timeout(within, async {
+        let docker = docker.negotiate_version().await?;
+        let version = docker.version().await?;
+        Ok::<_, DockerApiError>((docker, version))
+    })
+    .await;
+    match answered {
+        Ok(Ok((docker, version))) => {
+            let text = format!(
+                "Docker {} (API {})",
+                version.version.unwrap_or_default(),
+                docker.client_version()
+            );
+            Ok((docker, text))
+        }
+        Ok(Err(e)) => Err(no_engine(e.to_string())),
+        Err(_) => Err(no_engine(format!(
+            "no answer within {} s",
+            within.as_secs()
+        ))),
+    }
+}
+
+/// The image's bootstrap label; an error when the image does not exist.
+async fn image_bootstrap(docker: &Docker, image: &str) -> Result<Option<String>, WorkerError> {
+    match docker.inspect_image(image).await {
+        Ok(inspect) => Ok(inspect
+            .config
+            .and_then(|c| c.labels)
+            .and_then(|mut labels| labels.remove(BOOTSTRAP_LABEL))),
+        Err(DockerApiError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Err(WorkerError::NoDockerImage {
+            image: image.to_owned(),
+        }),
+        Err(e) => Err(WorkerError::Docker(format!("inspecting {image}: {e}"))),
+    }
+}
+
+/// For `codemcp check`: does an engine answer, does the image exist.
+pub async fn status(image: &str) -> DockerStatus {
+    let (docker, version) = match connect(Duration::from_secs(3)).await {
+        Ok(ok) => ok,
+        Err(e) => {
+            return DockerStatus {
+                engine: Err(e.to_string()),
+                image: None,
+            };
+        }
+    };
+    let image = match image_bootstrap(&docker, image).await {
+        Ok(Some(label)) if label == super::bootstrap_sha256() => {
+            Ok(format!("{image} (worker code matches this build)"))
+        }
+        Ok(_) => Ok(format!(
+            "{image} (its worker code differs from this build's: it is passed on the command line; rebuild with scripts/build-worker-image.sh)"
+        )),
+        Err(e) => Err(e.to_string()),
+    };
+    DockerStatus {
+        engine: Ok(version),
+        image: Some(image),
+    }
+}
+
+/// Starts worker containers on one engine.
+pub(super) struct DockerSpawner {
+    docker: Docker,
+    version: String,
+    config: DockerConfig,
+    network_id: String,
+    gateway: Ipv4Addr,
+    command: Vec<String>,
+    labels: HashMap<String, String>,
+    live: Arc<Mutex<HashSet<String>>>,
+    /// Whether removing the container's default route can work (root).
+    drop_route: bool,
+}
+
+impl DockerSpawner {
+    /// Checks engine and image, makes the network and removes the containers
+    /// of gateways that died.
+    pub async fn prepare(
+        config: DockerConfig,
+        within: Duration,
+        bootstrap: &'static str,
+    ) -> Result<Self, WorkerError> {
+        let (docker, version) = connect(within).await?;
+        let baked = image_bootstrap(&docker, &config.image).await?;
+        let command = if baked.as_deref() == Some(super::bootstrap_sha256().as_str()) {
+            vec!["python3".into(), "-u".into(), BAKED_BOOTSTRAP.into()]
+        } else {
+            tracing::warn!(target: "codemcp::worker", image = %config.image, "the image's worker code differs from this build's; passing it on the command line (rebuild: scripts/build-worker-image.sh)");
+            vec!["python3".into(), "-u".into(), "-c".into(), bootstrap.into()]
+        };
+        let (network_id, gateway) = ensure_network(&docker).await?;
+        let me = Gateway::current();
+        // Docker before 26 gives containers on an internal network a default
+        // route to the host (which drops what they send through it); removing it
+        // needs the container's network namespace, so root.
+        // SAFETY: geteuid has no preconditions.
+        let drop_route = unsafe { libc::geteuid() } == 0;
+        if !drop_route {
+            tracing::warn!(target: "codemcp::worker", "not root: worker containers keep the default route Docker < 26 adds on internal networks (the host drops traffic sent through it)");
+        }
+        let labels = HashMap::from([
+            (WORKER_LABEL.to_owned(), "1".to_owned()),
+            (HOST_LABEL.to_owned(), me.host.clone()),
+            (PID_LABEL.to_owned(), me.pid.to_string()),
+            (START_LABEL.to_owned(), me.start.clone()),
+        ]);
+        let reaper = docker.clone();
+        tokio::spawn(async move { reap_stale(&reaper, &me).await });
+        Ok(Self {
+            docker,
+            version,
+            config,
+            network_id,
+            gateway,
+            command,
+            labels,
+            live: Arc::default(),
+            drop_route,
+        })
+    }
+
+    /// The only address the control channel may listen on.
+    pub fn control_address(&self) -> IpAddr {
+        IpAddr::V4(self.gateway)
+    }
+
+    fn body(&self, url: &str, token: &str) -> ContainerCreateBody {
+        let memory = i64::try_from(self.config.memory_bytes).unwrap_or(i64::MAX);
+        ContainerCreateBody {
+            image: Some(self.config.image.clone()),
+            user: Some("65534:65534".into()),
+            hostname: Some("codemcp-worker".into()),
+            working_dir: Some("/tmp".into()),
+            cmd: Some(self.command.clone()),
+            env: Some(vec![
+                format!("CODEMCP_CONTROL_URL={url}"),
+                format!("CODEMCP_WORKER_TOKEN={token}"),
+                "PYTHONDONTWRITEBYTECODE=1".into(),
+                "PYTHONUNBUFFERED=1".into(),
+            ]),
+            labels: Some(self.labels.clone()),
+            host_config: Some(HostConfig {
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                readonly_rootfs: Some(true),
+                tmpfs: Some(HashMap::from([("/tmp".into(), TMPFS.into())])),
+                memory: Some(memory),
+                memory_swap: Some(memory),
+                pids_limit: Some(i64::from(self.config.pids)),
+                nano_cpus: Some(i64::try_from(self.config.nano_cpus).unwrap_or(i64::MAX)),
+                network_mode: Some(self.network_id.clone()),
+                auto_remove: Some(true),
+                // The worker's own diagnostics only; bounded so a snippet writing
+                // to fd 2 cannot fill the host's disk.
+                log_config: Some(HostConfigLogConfig {
+                    typ: Some("json-file".into()),
+                    config: Some(HashMap::from([
+                        ("max-size".into(), "1m".into()),
+                        ("max-file".into(), "1".into()),
+                    ])),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    async fn start(&self, url: &str, token: &str) -> Result<Watched, String> {
+        let created = self
+            .docker
+            .create_container(None, self.body(url, token))
+            .await
+            .map_err(|e| format!("creating a container from {}: {e}", self.config.image))?;
+        let container = Container::new(self.docker.clone(), created.id, self.live.clone());
+        let mut waiting = container.watch_exit();
+        self.docker
+            .start_container(&waiting.container.id, None)
+            .await
+            .map_err(|e| format!("starting a worker container: {e}"))?;
+        if self.drop_route {
+            let pid = self
+                .docker
+                .inspect_container(&waiting.container.id, None)
+                .await
+                .ok()
+                .and_then(|c| c.state)
+                .and_then(|s| s.pid)
+                .filter(|&pid| pid > 0);
+            match pid {
+                Some(pid) => tokio::task::spawn_blocking(move || netns::drop_default_route(pid))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("removing the worker container's default route: {e}"))?,
+                None => {
+                    let exit = waiting.exited().await;
+                    return Err(format!(
+                        "the worker container stopped at once ({})",
+                        exit.description
+                    ));
+                }
+            }
+        }
+        Ok(waiting)
+    }
+}
+
+impl Spawner for DockerSpawner {
+    fn engine(&self) -> &'static str {
+        DOCKER_ENGINE
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "cpython in Docker containers ({}, {}; {} MiB, {} pids, {} CPUs, network {NETWORK}, control on {})",
+            self.config.image,
+            self.version,
+            self.config.memory_bytes >> 20,
+            self.config.pids,
+            self.config.nano_cpus as f64 / 1e9,
+            self.gateway
+        )
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        url: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Box<dyn Launched>, String>> {
+        Box::pin(async move {
+            let watched = self.start(url, token).await?;
+            Ok(Box::new(watched) as Box<dyn Launched>)
+        })
+    }
+
+    fn memory_limit(&self) -> Option<String> {
+        Some(format!(
+            "{} MiB, CODEMCP_DOCKER_MEMORY",
+            self.config.memory_bytes >> 20
+        ))
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let ids: Vec<String> = self
+                .live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .drain()
+                .collect();
+            let removals = ids.iter().map(|id| remove(&self.docker, id));
+            let _ =
+                tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(removals)).await;
+        })
+    }
+}
+
+/// One worker container; dropping it kills and removes the container.
+struct Container {
+    docker: Docker,
+    id: String,
+    live: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Container {
+    fn new(docker: Docker, id: String, live: Arc<Mutex<HashSet<String>>>) -> Self {
+        live.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone());
+        Self { docker, id, live }
+    }
+}
+
+impl Container {
+    /// Starts waiting for the container's end: with `auto_remove`, asking
+    /// after it ended may find it gone, and its exit code with it.
+    fn watch_exit(self) -> Watched {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let docker = self.docker.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            // Registered before the start, so wait for the next exit, not "not running".
+            let options = WaitContainerOptions {
+                condition: "next-exit".into(),
+            };
+            let exit = match docker.wait_container(&id, Some(options)).next().await {
+                Some(Ok(done)) => code_exit(done.status_code),
+                Some(Err(DockerApiError::DockerContainerWaitError { code, .. })) => code_exit(code),
+                Some(Err(e)) => Exit {
+                    description: e.to_string(),
+                    killed: false,
+                },
+                None => Exit {
+                    description: "the container stopped".into(),
+                    killed: false,
+                },
+            };
+            let _ = tx.send(Some(exit));
+        });
+        Watched {
+            container: self,
+            exit: rx,
+        }
+    }
+}
+
+fn code_exit(code: i64) -> Exit {
+    Exit {
+        description: format!("exit code {code}"),
+        // 128 + SIGKILL
+        killed: code == 137,
+    }
+}
+
+/// A container and the news of its end.
+struct Watched {
+    /// Held so the container is removed when the worker is dropped.
+    container: Container,
+    exit: tokio::sync::watch::Receiver<Option<Exit>>,
+}
+
+impl Launched for Watched {
+    fn exited(&mut self) -> BoxFuture<'_, Exit> {
+        Box::pin(async move {
+            match self.exit.wait_for(Option::is_some).await {
+                Ok(exit) => exit.clone().unwrap_or_else(unknown_exit),
+                Err(_) => unknown_exit(),
+            }
+        })
+    }
+
+    fn has_exited(&mut self) -> bool {
+        self.exit.borrow().is_some()
+    }
+}
+
+fn unknown_exit() -> Exit {
+    Exit {
+        description: "the container is gone".into(),
+        killed: false,
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let tracked = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        if !tracked {
+            return; // shutdown() already removed it
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let docker = self.docker.clone();
+            let id = std::mem::take(&mut self.id);
+            runtime.spawn(async move { remove(&docker, &id).await });
+        }
+    }
+}
+
+/// Kills and removes a container; one that is already gone is fine.
+async fn remove(docker: &Docker, id: &str) {
+    let options = RemoveContainerOptions {
+        force: true,
+        ..Default::default()
+    };
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => {}
+        Err(DockerApiError::DockerResponseServerError {
+            status_code: 404 | 409,
+            ..
+        }) => {}
+        Err(e) => {
+            tracing::warn!(target: "codemcp::worker", container = %id, error = %e, "could not remove a worker container");
+        }
+    }
+}
+
+/// The shared internal network (made on first use) and its gateway address.
+async fn ensure_network(docker: &Docker) -> Result<(String, Ipv4Addr), WorkerError> {
+    let failed = |e: DockerApiError| WorkerError::Docker(format!("network {NETWORK}: {e}"));
+    let mut networks = named_networks(docker).await.map_err(failed)?;
+    if networks.is_empty() {
+        let request = NetworkCreateRequest {
+            name: NETWORK.into(),
+            driver: Some("bridge".into()),
+            internal: Some(true),
+            options: Some(HashMap::from([(
+                "com.docker.network.bridge.enable_icc".into(),
+                "false".into(),
+            )])),
+            labels: Some(HashMap::from([(WORKER_LABEL.into(), "1".into())])),
+            ..Default::default()
+        };
+        docker.create_network(request).await.map_err(failed)?;
+        networks = named_networks(docker).await.map_err(failed)?;
+    }
+    // API 1.41 lets two gateways starting at once both create the network; all
+    // of them use the oldest and remove the others.
+    networks.sort_by(|a, b| (&a.created, &a.id).cmp(&(&b.created, &b.id)));
+    let mut networks = networks.into_iter();
+    let chosen = networks
+        .next()
+        .ok_or_else(|| WorkerError::Docker(format!("network {NETWORK} vanished")))?;
+    for extra in networks {
+        if let Some(id) = extra.id {
+            let _ = docker.remove_network(&id).await;
+        }
+    }
+    if chosen.internal != Some(true) {
+        return Err(WorkerError::Docker(format!(
+            "network {NETWORK} exists but is not internal (it would give workers a route out); remove it with `docker network rm {NETWORK}`"
+        )));
+    }
+    let gateway = chosen
+        .ipam
+        .and_then(|ipam| ipam.config)
+        .into_iter()
+        .flatten()
+        .find_map(|c| c.gateway.and_then(|g| g.parse::<Ipv4Addr>().ok()))
+        .ok_or_else(|| WorkerError::Docker(format!("network {NETWORK} has no IPv4 gateway")))?;
+    let id = chosen.id.unwrap_or_else(|| NETWORK.to_owned());
+    Ok((id, gateway))
+}
+
+async fn named_networks(docker: &Docker) -> Result<Vec<bollard::models::Network>, DockerApiError> {
+    let options = ListNetworksOptions {
+        filters: Some(HashMap::from([("name".into(), vec![NETWORK.into()])])),
+    };
+    let all = docker.list_networks(Some(options)).await?;
+    // The name filter matches substrings.
+    Ok(all
+        .into_iter()
+        .filter(|n| n.name.as_deref() == Some(NETWORK))
+        .collect())
+}
+
+/// This gateway process, as its containers' labels name it.
+struct Gateway {
+    host: String,
+    pid: u32,
+    /// The process start time, so a reused pid is not mistaken for us.
+    start: String,
+}
+
+impl Gateway {
+    fn current() -> Self {
+        let pid = std::process::id();
+        Self {
+            host: hostname(),
+            pid,
+            start: process_start(pid).unwrap_or_default(),
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Field 22 of `/proc/PID/stat`: start time in clock ticks since boot.
+fn process_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19).map(str::to_owned)
+}
+
+/// Removes worker containers whose gateway (on this host) is gone.
+async fn reap_stale(docker: &Docker, me: &Gateway) {
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(HashMap::from([(
+            "label".into(),
+            vec![WORKER_LABEL.to_owned()],
+        )])),
+        ..Default::default()
+    };
+    let Ok(containers) = docker.list_containers(Some(options)).await else {
+        return;
+    };
+    for container in containers {
+        let (Some(id), Some(labels)) = (container.id, container.labels) else {
+            continue;
+        };
+        if labels.get(HOST_LABEL) != Some(&me.host) {
+            continue;
+        }
+        let owner_alive = labels
+            .get(PID_LABEL)
+            .and_then(|p| p.parse::<u32>().ok())
+            .and_then(process_start)
+            .is_some_and(|start| labels.get(START_LABEL) == Some(&start));
+        if !owner_alive {
+            tracing::info!(target: "codemcp::worker", container = %id, "removing a worker container left by a gateway that is gone");
+            remove(docker, &id).await;
+        }
+    }
+}
+
+/// Route removal inside a container's network namespace.
+mod netns {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    const RTM_DELROUTE: u16 = 25;
+    const NLM_F_REQUEST: u16 = 1;
+    const NLM_F_ACK: u16 = 4;
+    const RT_TABLE_MAIN: u8 = 254;
+    /// As a delete filter: any scope.
+    const RT_SCOPE_NOWHERE: u8 = 255;
+
+    /// Deletes the IPv4 default route of the process `pid`'s network namespace.
+    pub fn drop_default_route(pid: i64) -> io::Result<()> {
+        let namespace = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
+        // setns changes only the calling thread, so use one that ends right after.
+        std::thread::spawn(move || {
+            // SAFETY: a valid namespace fd; only this short-lived thread moves.
+            if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            delete_default_route()
+        })
+        .join()
+        .map_err(|_| io::Error::other("the namespace thread panicked"))?
+    }
+
+    fn delete_default_route() -> io::Result<()> {
+        // SAFETY: plain socket(2); the fd is owned right away.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh descriptor nobody else owns.
+        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+        // nlmsghdr (16 bytes) + rtmsg (12 bytes): delete 0.0.0.0/0 in the main table.
+        let mut message = Vec::with_capacity(28);
+        message.extend_from_slice(&28u32.to_ne_bytes());
+        message.extend_from_slice(&RTM_DELROUTE.to_ne_bytes());
+        message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+        message.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel
+        let family = u8::try_from(libc::AF_INET).unwrap_or(2);
+        message.extend_from_slice(&[family, 0, 0, 0, RT_TABLE_MAIN, 0, RT_SCOPE_NOWHERE, 0]);
+        message.extend_from_slice(&0u32.to_ne_bytes()); // flags
+        // SAFETY: the buffer is valid for its length.
+        let sent = unsafe {
+            libc::send(
+                socket.as_raw_fd(),
+                message.as_ptr().cast(),
+                message.len(),
+                0,
+            )
+        };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut reply = [0u8; 256];
+        // SAFETY: the buffer is valid for its length.
+        let got = unsafe {
+            libc::recv(
+                socket.as_raw_fd(),
+                reply.as_mut_ptr().cast(),
+                reply.len(),
+                0,
+            )
+        };
+        if got < 20 {
+            return Err(io::Error::last_os_error());
+        }
+        // nlmsgerr: the header, then a negative errno (0 = done).
+        let errno = -i32::from_ne_bytes([reply[16], reply[17], reply[18], reply[19]]);
+        match errno {
+            0 | libc::ESRCH => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_process_is_recognised_as_alive() {
+        let me = Gateway::current();
+        assert!(!me.start.is_empty());
+        assert_eq!(process_start(me.pid), Some(me.start));
+        assert!(!me.host.is_empty());
+    }
+}
