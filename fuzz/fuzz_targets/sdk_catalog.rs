@@ -26,7 +26,10 @@ fn to_json(schema: &Schema, depth: usize) -> Value {
         return json!({});
     }
     match schema {
-        Schema::Type(t) => json!({"type": ["string", "integer", "number", "boolean", "null", "object", "array", "bogus"][usize::from(*t) % 8]}),
+        Schema::Type(t) => {
+            let types = ["string", "integer", "number", "boolean", "null", "object", "array", "bogus"];
+            json!({"type": types[usize::from(*t) % types.len()]})
+        }
         Schema::Enum(values) => json!({"enum": values}),
         Schema::Ref(name) => json!({"$ref": format!("#/$defs/{name}")}),
         Schema::Object(props) => {
