@@ -250,6 +250,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--soak", type=int, help="execute_python runs before the second RSS reading (default 1000; --quick 200)")
     ap.add_argument("--quick", action="store_true", help="a short run for a smoke test")
     ap.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="client protocol mode for both connections")
+    ap.add_argument("--monty-bin", default=os.environ.get("CODEMCP_MONTY_BIN"),
+                    help="monty worker binary: also measure b and c with CODEMCP_MONTY=pool (default $CODEMCP_MONTY_BIN)")
     a = ap.parse_args()
     q = a.quick
     a.iterations = a.iterations if a.iterations is not None else (50 if q else 300)
@@ -263,12 +265,12 @@ def parse_args() -> argparse.Namespace:
     return a
 
 
-def schedule(n_main: int, n_d: int) -> list[list[str]]:
-    """Per iteration, the cases to run: a, b, c every time; d spread evenly."""
+def schedule(n_main: int, n_d: int, main_keys: str = "abc") -> list[list[str]]:
+    """Per iteration, the cases to run: a, b, c (and e, f) every time; d spread evenly."""
     n = max(n_main, n_d)
     plan = []
     for i in range(n):
-        keys = [k for k in "abc" if i < n_main]
+        keys = [k for k in main_keys if i < n_main]
         if (i * n_d) // n != ((i + 1) * n_d) // n:
             keys.append("d")
         plan.append(keys[i % len(keys):] + keys[: i % len(keys)] if keys else [])
@@ -287,7 +289,8 @@ class Measurement:
     measure_s: float = 0.0
 
 
-async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: int | None) -> Measurement:
+async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: int | None,
+                  pool: Client | None = None) -> Measurement:
     await anyio.sleep(0.5)  # let start-up allocations settle
     cases = [
         Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
@@ -295,6 +298,11 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
         Case("c", "codemcp  1x everything_get_sum", execute(gateway, CODE_C), check_c),
         Case("d", "codemcp  10x everything_get_sum", execute(gateway, CODE_D), check_d),
     ]
+    if pool is not None:
+        cases += [
+            Case("e", "pool     print(1+1)", execute(pool, CODE_B), check_b),
+            Case("f", "pool     1x everything_get_sum", execute(pool, CODE_C), check_c),
+        ]
     m = Measurement({c.key: c for c in cases}, pid, rss_idle=status_kib(pid, "VmRSS") if pid else None)
 
     for _ in range(a.warmup):
@@ -305,7 +313,7 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
             c.disabled = True  # every warm-up call failed: timing it would only time errors
 
     t0 = time.monotonic()
-    for keys in schedule(a.iterations, a.iterations_d):
+    for keys in schedule(a.iterations, a.iterations_d, "abcef" if pool is not None else "abc"):
         for k in keys:
             if not m.cases[k].disabled:
                 await m.cases[k].run(record=True)
@@ -323,7 +331,8 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
 
 def report(a: argparse.Namespace, m: Measurement) -> int:
     cs = m.cases
-    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d}
+    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d,
+               "e": a.iterations, "f": a.iterations}
     print()
     print_table(list(cs.values()), planned)
     print()
@@ -336,6 +345,16 @@ def report(a: argparse.Namespace, m: Measurement) -> int:
     print("  " + rc)
     print(f"  (d)/10   {fmt(per_call)} ms per upstream call inside one snippet"
           + ("" if per_call is None or not ma else f"   ({per_call / ma:.2f}x of (a))"))
+    pool_line = ""
+    if "e" in cs and "f" in cs:
+        mb, mc, me, mf = (median(cs[k].samples_ms) for k in "bcef")
+        if None not in (mb, mc, me, mf):
+            added = mf - mc
+            verdict = "PASS" if added <= 0.3 else "MISS"
+            print(f"  pool/inprocess: print(1+1) {me / mb:.2f}x ({me:.3f} vs {mb:.3f} ms), "
+                  f"1 tool call {mf / mc:.2f}x ({mf:.3f} vs {mc:.3f} ms)")
+            print(f"  pool adds {added:+.3f} ms median to a one-tool-call snippet   target <= 0.3 ms   {verdict}")
+            pool_line = f", pool adds {added:+.3f} ms/1-call {verdict}"
     print()
     print(f"gateway RSS (codemcp pid {m.pid or '?'})")
     print(f"  idle after connect           {mib(m.rss_idle)}")
@@ -347,7 +366,7 @@ def report(a: argparse.Namespace, m: Measurement) -> int:
     growth = "n/a" if m.rss_idle is None or m.rss_soak is None else f"{(m.rss_soak - m.rss_idle) / 1024:+.1f} MiB"
     print(f"SUMMARY b/a={times(vb_r)} {vb}, c/a={times(vc_r)} {vc}, d/10={fmt(per_call)} ms/call, "
           f"a={fmt(ma)} ms, RSS {mib(m.rss_idle)} -> {mib(m.rss_soak)} ({growth}) after {a.soak} runs, "
-          f"errors {n_err}, measured in {m.measure_s:.1f} s")
+          f"errors {n_err}, measured in {m.measure_s:.1f} s{pool_line}")
     return 1 if n_err else 0
 
 
@@ -385,13 +404,20 @@ async def amain(a: argparse.Namespace) -> int:
                         stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=env), errlog=errlog),
                         mode=a.mode, cache=None))
                     tools = [t.name for t in (await gateway.list_tools()).tools]
+                    pid = child_pid_of(a.codemcp)  # before a second codemcp starts
+                    pool = None
+                    if a.monty_bin:
+                        pool_env = dict(env, CODEMCP_MONTY="pool", CODEMCP_MONTY_BIN=a.monty_bin)
+                        pool = await stack.enter_async_context(Client(
+                            stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=pool_env), errlog=errlog),
+                            mode=a.mode, cache=None))
                 except Exception as e:  # noqa: BLE001
                     return fatal(f"could not connect: {describe(e)}")
                 connect_scope.deadline = math.inf
                 if "execute_python" not in tools:
                     return fatal(f"codemcp does not list execute_python (tools: {tools})")
                 print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
-                m = await measure(a, direct, gateway, child_pid_of(a.codemcp))
+                m = await measure(a, direct, gateway, pid, pool)
         if connect_scope.cancelled_caught:
             return fatal("connecting took longer than 60 s")
     return report(a, m)

@@ -14,6 +14,9 @@ if ! scripts/test-deps.sh >"$log" 2>&1; then
     exit 1
 fi
 . .deps/env.sh
+# The pool placement's worker binary, so b and c are measured in both placements.
+CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$root/.deps/monty-runtime")"
+export CODEMCP_MONTY_BIN
 
 echo "bench/run.sh: building the release binary (the first build takes minutes)" >&2
 cargo build --release --ignore-rust-version --quiet
