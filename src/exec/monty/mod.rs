@@ -16,6 +16,7 @@ pub mod memory;
 mod output;
 pub mod pool;
 pub(crate) mod sessions;
+mod threads;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub const ENGINE_NAME: &str = "monty";
 /// Interpreter threads get a big stack: deep (but legal) recursion must end in
 /// `RecursionError`, never in a native stack overflow.
 const INTERPRETER_STACK: usize = 256 << 20;
+
+static INTERPRETER_THREADS: threads::ThreadCache = threads::ThreadCache::new(INTERPRETER_STACK);
 
 /// The knobs of the Monty engine (filled from `config::Settings`).
 #[derive(Debug, Clone)]
@@ -206,27 +209,24 @@ impl MontyEngine {
             on_tool_call: control.on_tool_call,
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let spawned = std::thread::Builder::new()
-            .name("monty-run".into())
-            .stack_size(INTERPRETER_STACK)
-            .spawn(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
-                let result = match outcome {
-                    Ok(mut finished) => {
-                        let session_reset = finished.repl.is_none();
-                        guard.repl = finished.repl.take();
-                        ThreadResult::Finished {
-                            finished: Box::new(finished),
-                            session_reset,
-                        }
+        let spawned = INTERPRETER_THREADS.run(Box::new(move || {
+            let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
+            let result = match outcome {
+                Ok(mut finished) => {
+                    let session_reset = finished.repl.is_none();
+                    guard.repl = finished.repl.take();
+                    ThreadResult::Finished {
+                        finished: Box::new(finished),
+                        session_reset,
                     }
-                    Err(panic) => ThreadResult::Panicked(panic_message(&panic)),
-                };
-                // The session unlocks only once its state is back in place, even
-                // when the caller stopped waiting.
-                drop(guard);
-                let _ = tx.send(result);
-            });
+                }
+                Err(panic) => ThreadResult::Panicked(panic_message(&panic)),
+            };
+            // The session unlocks only once its state is back in place, even
+            // when the caller stopped waiting.
+            drop(guard);
+            let _ = tx.send(result);
+        }));
         if let Err(e) = spawned {
             return ThreadResult::Panicked(format!("could not start an interpreter thread: {e}"));
         }
