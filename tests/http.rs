@@ -3,34 +3,16 @@
 
 mod support;
 
-use rmcp::ServiceExt;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use support::{Setup, bin, everything, start_http as start, unpack};
+use support::{Setup, bin, everything, start_http as start};
 use tokio::process::Command;
 
-async fn connect(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    support::init_tls();
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
-    );
-    ().serve(transport).await.expect("MCP over HTTP")
+async fn connect(url: &str) -> support::HttpClient {
+    support::http_connect(url).await
 }
 
-async fn exec(
-    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    code: &str,
-) -> support::Ran {
-    let args = json!({"code": code})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let result = client
-        .call_tool(rmcp::model::CallToolRequestParams::new("execute_python").with_arguments(args))
-        .await
-        .expect("tools/call");
-    unpack(result)
+async fn exec(client: &support::HttpClient, code: &str) -> support::Ran {
+    support::http_exec(client, code).await
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;

@@ -6,33 +6,15 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rmcp::ServiceExt;
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
-use support::{HttpGateway, Ran, start_http, unpack};
+use support::{HttpGateway, start_http};
 
-type Client = RunningService<rmcp::RoleClient, ()>;
-
-async fn connect(url: &str) -> Client {
-    support::init_tls();
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("MCP over HTTP")
+async fn connect(url: &str) -> support::HttpClient {
+    support::http_connect(url).await
 }
 
-async fn exec(client: &Client, code: &str) -> Ran {
-    let args = json!({"code": code})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let result = client
-        .call_tool(rmcp::model::CallToolRequestParams::new("execute_python").with_arguments(args))
-        .await
-        .expect("tools/call");
-    unpack(result)
+async fn exec(client: &support::HttpClient, code: &str) -> support::Ran {
+    support::http_exec(client, code).await
 }
 
 fn pid(gateway: &HttpGateway) -> u32 {

@@ -69,6 +69,23 @@ pub struct Execution {
     pub side_effects: u32,
 }
 
+impl Execution {
+    /// An empty outcome of `engine`, filled in as the run goes.
+    pub fn of(engine: &'static str) -> Self {
+        Self {
+            engine,
+            ..Self::default()
+        }
+    }
+}
+
+impl RunRequest {
+    /// The run's wall-time limit: the caller's own, never more than `max`.
+    pub fn wall_time(&self, max: Duration) -> Duration {
+        self.timeout.map_or(max, |t| t.min(max))
+    }
+}
+
 /// What kind of failure a run ended with; tells the agent what to do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -194,15 +194,8 @@ fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, R
 
 fn input_error(error: RunError) -> Execution {
     Execution {
-        stdout: String::new(),
-        result: None,
         error: Some(error),
-        engine: crate::exec::monty::ENGINE_NAME,
-        escalated: None,
-        elapsed_ms: 0,
-        tool_calls: 0,
-        truncated: false,
-        side_effects: 0,
+        ..Execution::of(crate::exec::monty::ENGINE_NAME)
     }
 }
 

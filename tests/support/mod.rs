@@ -328,3 +328,31 @@ pub async fn wait_for_port(port: u16, within: Duration) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// An MCP client session over Streamable HTTP.
+pub type HttpClient = RunningService<RoleClient, ()>;
+
+pub async fn http_connect(url: &str) -> HttpClient {
+    init_tls();
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_owned(),
+        );
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+    .await
+    .expect("MCP over HTTP")
+}
+
+pub async fn http_exec(client: &HttpClient, code: &str) -> Ran {
+    let args = json!({"code": code})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let result = client
+        .call_tool(CallToolRequestParams::new("execute_python").with_arguments(args))
+        .await
+        .expect("tools/call");
+    unpack(result)
+}

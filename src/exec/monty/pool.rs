@@ -183,21 +183,9 @@ impl PoolEngine {
         control: RunControl,
     ) -> Execution {
         let started = Instant::now();
-        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| {
-            t.min(self.limits.exec_timeout)
-        });
+        let wall = request.wall_time(self.limits.exec_timeout);
         let deadline = started + wall;
-        let mut execution = Execution {
-            stdout: String::new(),
-            result: None,
-            error: None,
-            engine: ENGINE_NAME,
-            escalated: None,
-            elapsed_ms: 0,
-            tool_calls: 0,
-            truncated: false,
-            side_effects: 0,
-        };
+        let mut execution = Execution::of(ENGINE_NAME);
         if let Err(error) = super::check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
             return execution;

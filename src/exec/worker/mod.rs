@@ -269,21 +269,9 @@ impl WorkerEngine {
         globals: Option<Map<String, Value>>,
     ) -> (Execution, u32) {
         let started = Instant::now();
-        let wall = request.timeout.map_or(self.limits.exec_timeout, |t| {
-            t.min(self.limits.exec_timeout)
-        });
+        let wall = request.wall_time(self.limits.exec_timeout);
         let deadline = started + wall;
-        let mut execution = Execution {
-            stdout: String::new(),
-            result: None,
-            error: None,
-            engine: self.spawner.engine(),
-            escalated: None,
-            elapsed_ms: 0,
-            tool_calls: 0,
-            truncated: false,
-            side_effects: 0,
-        };
+        let mut execution = Execution::of(self.spawner.engine());
         if request.code.len() > self.limits.max_source_bytes {
             execution.error = Some(RunError::new(
                 ErrorKind::Input,
