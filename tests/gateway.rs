@@ -317,3 +317,29 @@ everything_get_sum(a=total, b=0)
     assert_eq!(ran.result(), "The sum of 132 and 0 is 132.");
     assert_eq!(ran.structured["tool_calls"], 6);
 }
+
+#[tokio::test]
+async fn a_progress_token_gets_a_notification_per_completed_tool_call() {
+    let setup = Setup::new(json!({"everything": everything()}));
+    let client = setup.stdio(&[]).await;
+    let args = json!({"code": "for i in range(3):\n    everything_get_sum(a=i, b=1)\n'done'"});
+    let mut params = rmcp::model::CallToolRequestParams::new("execute_python")
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::String("p1".into()),
+    ));
+    params.meta = Some(meta);
+    let result = client.service.call_tool(params).await.expect("tools/call");
+    assert_eq!(support::unpack(result).result(), "done");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.progress.lock().map(|p| p.len()).unwrap_or(0) < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let progress = client
+        .progress
+        .lock()
+        .map(|p| p.clone())
+        .unwrap_or_default();
+    assert_eq!(progress, vec![1.0, 2.0, 3.0]);
+}

@@ -111,6 +111,7 @@ impl Setup {
     pub async fn stdio(&self, env: &[(&str, &str)]) -> Client {
         let watcher = Watcher::default();
         let changed = watcher.changed.clone();
+        let progress = watcher.progress.clone();
         let config = self.config();
         let env: Vec<(String, String)> = env
             .iter()
@@ -135,20 +136,33 @@ impl Setup {
         Client {
             service,
             changed,
+            progress,
             pid,
         }
     }
 }
 
-/// Our test client: records `notifications/tools/list_changed`.
+/// Our test client: records `notifications/tools/list_changed` and progress.
 #[derive(Clone, Default)]
 pub struct Watcher {
     pub changed: Arc<Notify>,
+    pub progress: Arc<std::sync::Mutex<Vec<f64>>>,
 }
 
 impl ClientHandler for Watcher {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(params.progress);
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -162,6 +176,8 @@ impl ClientHandler for Watcher {
 pub struct Client {
     pub service: RunningService<RoleClient, Watcher>,
     pub changed: Arc<Notify>,
+    /// `progress` values of the progress notifications received.
+    pub progress: Arc<std::sync::Mutex<Vec<f64>>>,
     pub pid: Option<u32>,
 }
 
