@@ -28,4 +28,10 @@ if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
   CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
+  # The core gateway tests once more with every run in CPython: on the host, and
+  # in Docker when an engine answers (always under CI, where it must).
+  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway
+  if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
+    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway
+  fi
 fi
