@@ -157,3 +157,17 @@ async fn host_workers_survive_exits_and_overruns() {
     );
     assert_eq!(client.exec("1 + 1").await.result(), 2);
 }
+
+#[tokio::test]
+async fn a_session_takes_its_variables_along_when_it_escalates() {
+    let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+    let ran = client
+        .exec("x = 41\nitems = [1, 2]\nnames = {'a': 'b'}\ndef f():\n    return 1")
+        .await;
+    assert_eq!(ran.structured["engine"], "monty", "{}", ran.text);
+    let ran = client
+        .exec("class A(dict):\n    pass\nA(n=names['a']), x + len(items)")
+        .await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    assert_eq!(ran.result(), &json!([{"n": "b"}, 43]), "{}", ran.text);
+}

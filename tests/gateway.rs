@@ -36,7 +36,10 @@ async fn a_snippet_makes_several_upstream_calls_in_one_turn() {
     assert_eq!(ran.structured["tool_calls"], 2);
     let engine = ran.structured["engine"].as_str().unwrap_or_default();
     // Whichever engine CODEMCP_ISOLATION / CODEMCP_MONTY chose for this run of the suite.
-    assert!(["monty", "monty-pool", "cpython-host", "cpython-docker"].contains(&engine), "{engine}");
+    assert!(
+        ["monty", "monty-pool", "cpython-host", "cpython-docker"].contains(&engine),
+        "{engine}"
+    );
     // Positional arguments follow the signature order.
     let ran = client.exec("everything_get_sum(40, 2)").await;
     assert_eq!(ran.result(), "The sum of 40 and 2 is 42.", "{}", ran.text);

@@ -1,13 +1,16 @@
 //! Engine choice and escalation: Monty runs everything it can; code that needs
 //! a feature Monty lacks goes to the CPython fallback, unless a tool with side
 //! effects already ran (then the error comes back with the reason). A session
-//! that escalated stays on CPython, so its later snippets see its state. Limits
-//! are verdicts and never escalate.
+//! that escalated stays on CPython, so its later snippets see its state, and it
+//! takes along the JSON-serializable variables it had set in Monty. Limits are
+//! verdicts and never escalate.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+use serde_json::{Map, Value};
 
 use super::worker::WorkerEngine;
 use super::{Engine, ErrorKind, Execution, RunControl, RunRequest, SessionId, ToolHost};
@@ -18,6 +21,9 @@ pub struct Router {
     /// Said when there is no fallback: how to enable one.
     no_fallback_hint: String,
     escalated: Mutex<HashSet<SessionId>>,
+    /// Top-level names each session's Monty snippets assigned: what to carry
+    /// over on escalation (Monty has no `globals()` to ask).
+    assigned: Mutex<HashMap<SessionId, BTreeSet<String>>>,
 }
 
 impl Router {
@@ -31,6 +37,35 @@ impl Router {
             fallback,
             no_fallback_hint,
             escalated: Mutex::default(),
+            assigned: Mutex::default(),
+        }
+    }
+
+    fn assigned(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, BTreeSet<String>>> {
+        self.assigned.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session's Monty variables that survive a JSON round trip.
+    async fn monty_globals(
+        &self,
+        session: SessionId,
+        tools: Arc<dyn ToolHost>,
+    ) -> Option<Map<String, Value>> {
+        let names = self.assigned().remove(&session)?;
+        if names.is_empty() {
+            return None;
+        }
+        let request = RunRequest {
+            code: export_snippet(&names),
+            timeout: Some(Duration::from_secs(5)),
+        };
+        let execution = self
+            .monty
+            .run(session, request, tools, RunControl::default())
+            .await;
+        match execution.result {
+            Some(Value::Object(globals)) if !globals.is_empty() => Some(globals),
+            _ => None,
         }
     }
 
@@ -60,6 +95,12 @@ impl Router {
             .monty
             .run(session, request.clone(), tools.clone(), control.clone())
             .await;
+        if self.fallback.is_some() {
+            self.assigned()
+                .entry(session)
+                .or_default()
+                .extend(assigned_names(&request.code));
+        }
         let Some(error) = execution
             .error
             .as_mut()
@@ -88,8 +129,9 @@ impl Router {
             Some(fallback) => {
                 tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
                 self.escalated().insert(session);
+                let globals = self.monty_globals(session, tools.clone()).await;
                 let (mut escalated, _) = fallback
-                    .run_arc(session, request, tools, control, None)
+                    .run_arc(session, request, tools, control, globals)
                     .await;
                 escalated.escalated = Some(reason);
                 escalated.elapsed_ms += execution.elapsed_ms;
@@ -123,6 +165,7 @@ impl Engine for Router {
 
     fn end_session(&self, session: SessionId) {
         self.escalated().remove(&session);
+        self.assigned().remove(&session);
         self.monty.end_session(session);
         if let Some(fallback) = &self.fallback {
             fallback.end_session_state(session);
@@ -134,5 +177,59 @@ impl Engine for Router {
         if let Some(fallback) = &self.fallback {
             fallback.expire_idle_state();
         }
+    }
+}
+
+/// Names a snippet binds at the top level: `x = …`, `x: T = …`, `x += …`,
+/// `a, b = …`. Functions, classes and modules have no JSON form and are skipped.
+fn assigned_names(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in code.lines() {
+        if line.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let Some((target, rest)) = line.split_once('=') else {
+            continue;
+        };
+        if rest.starts_with('=') || target.ends_with(['=', '!', '<', '>']) {
+            continue; // a comparison, not an assignment
+        }
+        let target = target.split(':').next().unwrap_or_default();
+        let target = target.trim_end_matches(['+', '-', '*', '/', '%', '|', '&', '^', '@']);
+        for name in target.split(',').map(str::trim) {
+            let mut chars = name.chars();
+            let valid = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid && !name.starts_with("__codemcp") {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Monty code whose value is a dict of the variables that exist and survive
+/// a JSON round trip (anything else is skipped).
+fn export_snippet(names: &BTreeSet<String>) -> String {
+    let mut code = String::from("import json as __codemcp_json\n__codemcp_globals = {}\n");
+    for name in names {
+        code.push_str(&format!(
+            "try:\n    __codemcp_globals['{name}'] = __codemcp_json.loads(__codemcp_json.dumps({name}))\nexcept Exception:\n    pass\n"
+        ));
+    }
+    code.push_str("__codemcp_globals\n");
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_level_assignments_are_found() {
+        let code = "x = 1\ny: int = 2\na, b = 3, 4\ntotal += 5\nif x == 1:\n    inner = 6\nprint(x == 2)\ndef f():\n    pass";
+        assert_eq!(assigned_names(code), ["x", "y", "a", "b", "total"]);
     }
 }
