@@ -206,7 +206,7 @@ fn worker_limits(settings: &Settings) -> WorkerLimits {
         max_result_bytes: settings.max_result_bytes,
         max_source_bytes: settings.max_source_bytes,
         max_tool_calls: settings.max_tool_calls,
-        session_idle: settings.session_idle,
+        session_idle: settings.worker_idle,
         max_sessions: settings.max_sessions,
     }
 }

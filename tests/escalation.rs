@@ -171,3 +171,23 @@ async fn a_session_takes_its_variables_along_when_it_escalates() {
     assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
     assert_eq!(ran.result(), &json!([{"n": "b"}, 43]), "{}", ran.text);
 }
+
+#[tokio::test]
+async fn idle_workers_stop_with_their_session_state() {
+    let client = Setup::new(json!({}))
+        .stdio(&[
+            ("CODEMCP_ISOLATION", "HOST_SYSTEM"),
+            ("CODEMCP_WORKER_IDLE_SECS", "1"),
+        ])
+        .await;
+    assert_eq!(client.exec("kept = 7\nkept").await.result(), 7);
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let ran = client.exec("kept").await;
+    assert_eq!(
+        ran.error_type(),
+        "NameError",
+        "the idle worker was stopped: {}",
+        ran.text
+    );
+    assert_eq!(client.exec("1 + 1").await.result(), 2);
+}

@@ -86,6 +86,10 @@ pub struct Settings {
     pub fallback: Fallback,
     /// `CODEMCP_PYTHON`: the CPython for host workers (default `python3`).
     pub python: Option<std::path::PathBuf>,
+    /// `CODEMCP_WORKER_IDLE_SECS`: a CPython worker (process or container)
+    /// whose session made no call for this long is stopped, and its session
+    /// state with it (default 600 s).
+    pub worker_idle: Duration,
     /// `CODEMCP_DOCKER_IMAGE`: the worker image (default `codemcp-worker:1`,
     /// built by `scripts/build-worker-image.sh`).
     pub docker_image: String,
@@ -162,6 +166,7 @@ impl Default for Settings {
             isolation: Isolation::Monty,
             fallback: Fallback::Auto,
             python: None,
+            worker_idle: Duration::from_secs(600),
             docker_image: "codemcp-worker:1".to_owned(),
             docker_memory: 512 * 1024 * 1024,
             docker_pids: 128,
@@ -199,6 +204,7 @@ impl fmt::Debug for Settings {
             .field("isolation", &self.isolation)
             .field("fallback", &self.fallback)
             .field("python", &self.python)
+            .field("worker_idle", &self.worker_idle)
             .field("docker_image", &self.docker_image)
             .field("docker_memory", &self.docker_memory)
             .field("docker_pids", &self.docker_pids)
@@ -271,6 +277,7 @@ impl Settings {
             python: env
                 .get("CODEMCP_PYTHON")
                 .map(|(_, path)| std::path::PathBuf::from(path)),
+            worker_idle: env.secs("CODEMCP_WORKER_IDLE_SECS", d.worker_idle)?,
             docker_image: env
                 .get("CODEMCP_DOCKER_IMAGE")
                 .map_or(d.docker_image, |(_, image)| image),

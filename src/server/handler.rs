@@ -91,7 +91,7 @@ async fn forward_tool_changes(shared: std::sync::Weak<Shared>) {
 }
 
 async fn expire_sessions(shared: std::sync::Weak<Shared>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else {
