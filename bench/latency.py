@@ -252,6 +252,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="client protocol mode for both connections")
     ap.add_argument("--monty-bin", default=os.environ.get("CODEMCP_MONTY_BIN"),
                     help="monty worker binary: also measure b and c with CODEMCP_MONTY=pool (default $CODEMCP_MONTY_BIN)")
+    ap.add_argument("--host-python", default=os.environ.get("CODEMCP_PYTHON"),
+                    help="a python with websockets: also measure b and c with CODEMCP_ISOLATION=HOST_SYSTEM (default $CODEMCP_PYTHON)")
+    ap.add_argument("--docker", action="store_true",
+                    help="also measure b and c with CODEMCP_ISOLATION=DOCKER (needs the engine and the worker image), and the cold first call")
     a = ap.parse_args()
     q = a.quick
     a.iterations = a.iterations if a.iterations is not None else (50 if q else 300)
@@ -287,10 +291,11 @@ class Measurement:
     soak_ok: int = 0
     soak_s: float = 0.0
     measure_s: float = 0.0
+    docker_cold_ms: float | None = None
 
 
 async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: int | None,
-                  pool: Client | None = None) -> Measurement:
+                  pool: Client | None = None, host: Client | None = None, docker: Client | None = None) -> Measurement:
     await anyio.sleep(0.5)  # let start-up allocations settle
     cases = [
         Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
@@ -303,6 +308,16 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
             Case("e", "pool     print(1+1)", execute(pool, CODE_B), check_b),
             Case("f", "pool     1x everything_get_sum", execute(pool, CODE_C), check_c),
         ]
+    if host is not None:
+        cases += [
+            Case("g", "host     print(1+1)", execute(host, CODE_B), check_b),
+            Case("h", "host     1x everything_get_sum", execute(host, CODE_C), check_c),
+        ]
+    if docker is not None:
+        cases += [
+            Case("i", "docker   print(1+1)", execute(docker, CODE_B), check_b),
+            Case("j", "docker   1x everything_get_sum", execute(docker, CODE_C), check_c),
+        ]
     m = Measurement({c.key: c for c in cases}, pid, rss_idle=status_kib(pid, "VmRSS") if pid else None)
 
     for _ in range(a.warmup):
@@ -313,7 +328,8 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
             c.disabled = True  # every warm-up call failed: timing it would only time errors
 
     t0 = time.monotonic()
-    for keys in schedule(a.iterations, a.iterations_d, "abcef" if pool is not None else "abc"):
+    main_keys = "abc" + ("ef" if pool is not None else "") + ("gh" if host is not None else "") + ("ij" if docker is not None else "")
+    for keys in schedule(a.iterations, a.iterations_d, main_keys):
         for k in keys:
             if not m.cases[k].disabled:
                 await m.cases[k].run(record=True)
@@ -331,8 +347,7 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
 
 def report(a: argparse.Namespace, m: Measurement) -> int:
     cs = m.cases
-    planned = {"a": a.iterations, "b": a.iterations, "c": a.iterations, "d": a.iterations_d,
-               "e": a.iterations, "f": a.iterations}
+    planned = {k: a.iterations for k in "abcefghij"} | {"d": a.iterations_d}
     print()
     print_table(list(cs.values()), planned)
     print()
@@ -355,6 +370,18 @@ def report(a: argparse.Namespace, m: Measurement) -> int:
                   f"1 tool call {mf / mc:.2f}x ({mf:.3f} vs {mc:.3f} ms)")
             print(f"  pool adds {added:+.3f} ms median to a one-tool-call snippet   target <= 0.3 ms   {verdict}")
             pool_line = f", pool adds {added:+.3f} ms/1-call {verdict}"
+    for (kb, kc, name, target) in (("g", "h", "host", 5.0), ("i", "j", "docker", 10.0)):
+        if kb in cs and kc in cs:
+            mb, mc, xb, xc = (median(cs[k].samples_ms) for k in ("b", "c", kb, kc))
+            if None not in (mb, mc, xb, xc):
+                verdict = "PASS" if xc <= target else "MISS"
+                print(f"  {name}/monty: print(1+1) {xb / mb:.2f}x ({xb:.3f} ms), 1 tool call {xc / mc:.2f}x ({xc:.3f} ms)"
+                      f"   target warm 1-call <= {target:g} ms   {verdict}")
+                pool_line += f", {name} 1-call {xc:.2f} ms {verdict}"
+    if m.docker_cold_ms is not None:
+        verdict = "PASS" if m.docker_cold_ms <= 1500 else "MISS"
+        print(f"  docker cold first call {m.docker_cold_ms:.0f} ms   target <= 1500 ms   {verdict}")
+        pool_line += f", docker cold {m.docker_cold_ms:.0f} ms {verdict}"
     print()
     print(f"gateway RSS (codemcp pid {m.pid or '?'})")
     print(f"  idle after connect           {mib(m.rss_idle)}")
@@ -405,7 +432,21 @@ async def amain(a: argparse.Namespace) -> int:
                         mode=a.mode, cache=None))
                     tools = [t.name for t in (await gateway.list_tools()).tools]
                     pid = child_pid_of(a.codemcp)  # before a second codemcp starts
-                    pool = None
+                    pool = host = docker = None
+                    docker_cold_ms = None
+                    if a.host_python:
+                        host_env = dict(env, CODEMCP_ISOLATION="HOST_SYSTEM", CODEMCP_PYTHON=a.host_python)
+                        host = await stack.enter_async_context(Client(
+                            stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=host_env), errlog=errlog),
+                            mode=a.mode, cache=None))
+                    if a.docker:
+                        docker_env = dict(env, CODEMCP_ISOLATION="DOCKER")
+                        docker = await stack.enter_async_context(Client(
+                            stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(config)], env=docker_env), errlog=errlog),
+                            mode=a.mode, cache=None))
+                        t0 = time.perf_counter_ns()
+                        check_b(await execute(docker, CODE_B)())
+                        docker_cold_ms = (time.perf_counter_ns() - t0) / 1e6
                     if a.monty_bin:
                         pool_env = dict(env, CODEMCP_MONTY="pool", CODEMCP_MONTY_BIN=a.monty_bin)
                         pool = await stack.enter_async_context(Client(
@@ -417,7 +458,8 @@ async def amain(a: argparse.Namespace) -> int:
                 if "execute_python" not in tools:
                     return fatal(f"codemcp does not list execute_python (tools: {tools})")
                 print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
-                m = await measure(a, direct, gateway, pid, pool)
+                m = await measure(a, direct, gateway, pid, pool, host, docker)
+                m.docker_cold_ms = docker_cold_ms
         if connect_scope.cancelled_caught:
             return fatal("connecting took longer than 60 s")
     return report(a, m)

@@ -16,7 +16,13 @@ fi
 . .deps/env.sh
 # The pool placement's worker binary, so b and c are measured in both placements.
 CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$root/.deps/monty-runtime")"
-export CODEMCP_MONTY_BIN
+# CPython on the host, and in Docker when the engine answers and the image exists.
+CODEMCP_PYTHON="$(scripts/install-worker-python.sh "$root/.deps/worker-python")"
+export CODEMCP_MONTY_BIN CODEMCP_PYTHON
+extra=()
+if docker image inspect "${CODEMCP_DOCKER_IMAGE:-codemcp-worker:1}" >/dev/null 2>&1; then
+    extra+=(--docker)
+fi
 
 echo "bench/run.sh: building the release binary (the first build takes minutes)" >&2
 cargo build --release --ignore-rust-version --quiet
@@ -24,4 +30,4 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 
 exec "$CODEMCP_TEST_PY2" bench/latency.py --codemcp "$target/release/codemcp" \
-    --node-modules "$CODEMCP_TEST_NODE_MODULES" "$@"
+    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${extra[@]}" "$@"
