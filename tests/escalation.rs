@@ -48,6 +48,10 @@ async fn code_monty_cannot_run_gets_cpythons_answer() {
             json!("x"),
         ),
         ("x = [1, 2]\ndel x[0]\nx", json!([2])),
+        (
+            "import re\nlen(re.findall(r'\\d+  # digits', 'a12b345', re.VERBOSE))",
+            json!(2),
+        ),
     ];
     for (code, expected) in cases {
         let ran = client.exec(code).await;
@@ -62,6 +66,11 @@ async fn code_monty_cannot_run_gets_cpythons_answer() {
             ran.structured
         );
     }
+    // `match` with class patterns gives CPython's answer, whichever engine runs it.
+    let ran = client
+        .exec("class P:\n    def __init__(self, x):\n        self.x = x\ndef w(p):\n    match p:\n        case P(x=0):\n            return 'zero'\n        case _:\n            return 'other'\n[w(P(0)), w(P(1))]")
+        .await;
+    assert_eq!(ran.result(), &json!(["zero", "other"]), "{}", ran.text);
     // Tools work the same in CPython, in a session that moved there.
     let ran = client
         .exec("class S(dict):\n    pass\nS(v=everything_get_sum(a=2, b=3))['v']")
@@ -90,7 +99,8 @@ async fn side_effects_before_the_unsupported_line_block_escalation() {
         .await;
     let ran = client
         .exec(
-            "odd_send_email(to='a@b.c', subject='hi')\nimport statistics\nstatistics.mean([1, 3])",
+            // A gap found only when the line runs, after the email went out.
+            "odd_send_email(to='a@b.c', subject='hi')\nimport re\nre.VERBOSE",
         )
         .await;
     assert!(ran.is_error, "{}", ran.text);
@@ -101,10 +111,30 @@ async fn side_effects_before_the_unsupported_line_block_escalation() {
         .stdio(HOST_FALLBACK)
         .await;
     let ran = client
-        .exec("n = odd_add_numbers(a=1, b=2)\nimport statistics\nstatistics.mean([n, 5])")
+        .exec(
+            "n = odd_add_numbers(a=1, b=2)\nimport re\nn + len(re.findall('a', 'aa', re.VERBOSE))",
+        )
         .await;
-    assert_eq!(ran.result(), 4.0, "{}", ran.text);
+    assert_eq!(ran.result(), 5.0, "{}", ran.text);
     assert_eq!(ran.structured["engine"], "cpython-host");
+}
+
+#[tokio::test]
+async fn imports_monty_lacks_escalate_before_anything_runs() {
+    let client = Setup::new(json!({"odd": odd(json!({}))}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    // The counter has side effects, but the pre-scan moves the snippet before it runs.
+    let ran = client
+        .exec("n = odd_counter()\nimport statistics\n[n, statistics.mean([2, 4])]")
+        .await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    assert_eq!(
+        ran.result(),
+        &json!([1, 3]),
+        "the counter ran once: {}",
+        ran.text
+    );
 }
 
 #[tokio::test]

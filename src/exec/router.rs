@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use super::monty::classify::{ImportVerdict, classify_import};
 use super::worker::WorkerEngine;
 use super::{Engine, ErrorKind, Execution, RunControl, RunRequest, SessionId, ToolHost};
 
@@ -91,6 +92,14 @@ impl Router {
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
+        if let Some(fallback) = &self.fallback
+            && let Some(reason) = unsupported_import(&request.code)
+        {
+            // Found before running: no tool call can have happened yet.
+            return self
+                .escalate(fallback, session, request, tools, control, reason, 0)
+                .await;
+        }
         let mut execution = self
             .monty
             .run(session, request.clone(), tools.clone(), control.clone())
@@ -127,17 +136,34 @@ impl Router {
                 execution
             }
             Some(fallback) => {
-                tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
-                self.escalated().insert(session);
-                let globals = self.monty_globals(session, tools.clone()).await;
-                let (mut escalated, _) = fallback
-                    .run_arc(session, request, tools, control, globals)
-                    .await;
-                escalated.escalated = Some(reason);
-                escalated.elapsed_ms += execution.elapsed_ms;
-                escalated
+                let elapsed = execution.elapsed_ms;
+                self.escalate(fallback, session, request, tools, control, reason, elapsed)
+                    .await
             }
         }
+    }
+
+    /// Moves the session to CPython, with its Monty variables, and runs there.
+    #[allow(clippy::too_many_arguments)] // two call sites; a struct would only rename them
+    async fn escalate(
+        &self,
+        fallback: &Arc<WorkerEngine>,
+        session: SessionId,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+        reason: String,
+        monty_ms: u64,
+    ) -> Execution {
+        tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
+        self.escalated().insert(session);
+        let globals = self.monty_globals(session, tools.clone()).await;
+        let (mut escalated, _) = fallback
+            .run_arc(session, request, tools, control, globals)
+            .await;
+        escalated.escalated = Some(reason);
+        escalated.elapsed_ms += monty_ms;
+        escalated
     }
 }
 
@@ -178,6 +204,28 @@ impl Engine for Router {
             fallback.expire_idle_state();
         }
     }
+}
+
+/// A module the snippet imports that CPython has and Monty lacks, found by
+/// reading the source before running it.
+fn unsupported_import(code: &str) -> Option<String> {
+    let monty_modules = monty::builtin_module_names();
+    for line in code.lines() {
+        let line = line.trim_start();
+        let module = match (line.strip_prefix("import "), line.strip_prefix("from ")) {
+            (Some(rest), _) | (None, Some(rest)) => {
+                rest.split([' ', ',', '.', '\t']).next().unwrap_or_default()
+            }
+            (None, None) => continue,
+        };
+        if module.is_empty() || monty_modules.contains(&module) {
+            continue;
+        }
+        if let ImportVerdict::Unsupported { reason } = classify_import(module) {
+            return Some(format!("Monty does not support {reason}"));
+        }
+    }
+    None
 }
 
 /// Names a snippet binds at the top level: `x = …`, `x: T = …`, `x += …`,
@@ -226,6 +274,23 @@ fn export_snippet(names: &BTreeSet<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imports_monty_lacks_are_found_before_running() {
+        assert_eq!(unsupported_import("import json\nimport re"), None);
+        assert!(unsupported_import("x = 1\nif x:\n    import statistics").is_some());
+        assert!(unsupported_import("from enum import Enum").is_some());
+        assert_eq!(
+            unsupported_import("import subprocess"),
+            None,
+            "denied, not escalated"
+        );
+        assert_eq!(
+            unsupported_import("import pandas"),
+            None,
+            "not a standard module"
+        );
+    }
 
     #[test]
     fn top_level_assignments_are_found() {
