@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod exec;
 pub mod sdk;
+pub mod secret;
 pub mod server;
 pub mod tooldef;
 pub mod upstream;

@@ -247,6 +247,17 @@ impl Engine for monty::pool::PoolEngine {
     }
 }
 
+/// `{"result": v}` → `v`, for tools whose output schema only wraps a plain
+/// value (FastMCP); see `SdkFunction::unwrap_result`.
+pub fn unwrap_result(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
+            map.remove("result").unwrap_or(Value::Null)
+        }
+        other => other,
+    }
+}
+
 /// What engines need from the gateway: the current SDK and a way to call tools.
 pub trait ToolHost: Send + Sync + 'static {
     fn sdk(&self) -> Arc<Sdk>;

@@ -136,7 +136,9 @@ async fn require_bearer(token: &str, request: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match presented {
-        Some(p) if constant_time_eq(p.as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(p) if crate::secret::constant_time_eq(p.as_bytes(), token.as_bytes()) => {
+            next.run(request).await
+        }
         _ => {
             tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
             (
@@ -149,28 +151,9 @@ async fn require_bearer(token: &str, request: Request, next: Next) -> Response {
     }
 }
 
-/// Compares without an early exit, so timing does not reveal a token prefix.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn token_comparison_needs_exact_match() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
-    }
 
     #[test]
     fn origins_cover_each_host_with_any_port() {

@@ -276,19 +276,13 @@ pub fn tool_reply(
     unwrap: bool,
 ) -> Result<MontyObject, MontyException> {
     match result {
-        Ok(value) => Ok(to_monty(&if unwrap { unwrap_result(value) } else { value })),
+        Ok(value) => Ok(to_monty(&if unwrap {
+            crate::exec::unwrap_result(value)
+        } else {
+            value
+        })),
         // `ToolError` is `RuntimeError` in Monty (no user exception classes).
         Err(failure) => Err(exception(ExcType::RuntimeError, failure.message)),
-    }
-}
-
-/// `{"result": v}` → `v`, for tools whose output schema only wraps a plain value.
-fn unwrap_result(value: Value) -> Value {
-    match value {
-        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
-            map.remove("result").unwrap_or(Value::Null)
-        }
-        other => other,
     }
 }
 

@@ -80,7 +80,7 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
         // Compare with every token, in constant time each.
         let key = waiting
             .keys()
-            .find(|t| constant_time_eq(t.as_bytes(), presented.as_bytes()))
+            .find(|t| crate::secret::constant_time_eq(t.as_bytes(), presented.as_bytes()))
             .cloned();
         key.and_then(|k| waiting.remove(&k))
     };
@@ -97,14 +97,6 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
 
 async fn close(mut ws: WebSocketStream<TcpStream>) {
     let _ = ws.close(None).await;
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
 }
 
 /// 32 random bytes as hex, from the kernel.

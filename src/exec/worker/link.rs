@@ -270,18 +270,9 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
         message: failure.message,
     })?;
     let value = if function.unwrap_result {
-        unwrap_result(value)
+        crate::exec::unwrap_result(value)
     } else {
         value
     };
     Ok(json!({ "value": value }))
-}
-
-fn unwrap_result(value: Value) -> Value {
-    match value {
-        Value::Object(mut map) if map.len() == 1 && map.contains_key("result") => {
-            map.remove("result").unwrap_or(Value::Null)
-        }
-        other => other,
-    }
 }
