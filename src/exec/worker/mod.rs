@@ -100,6 +100,9 @@ pub struct WorkerEngine {
     spare: Arc<tokio::sync::Mutex<Option<Worker>>>,
     spawned: AtomicU32,
     last_error: Mutex<Option<String>>,
+    /// The catalog as workers see it, for the SDK it was built from: built
+    /// once per catalog change, not once per run.
+    catalog: Mutex<Option<(Arc<Sdk>, Arc<Catalog>)>>,
 }
 
 /// `CODEMCP_PYTHON`, else `python3` on `PATH`.
@@ -168,6 +171,7 @@ impl WorkerEngine {
             spare: Arc::default(),
             spawned: AtomicU32::new(0),
             last_error: Mutex::new(None),
+            catalog: Mutex::new(None),
         });
         if prewarm {
             engine.refill_spare();
@@ -255,6 +259,18 @@ impl WorkerEngine {
         self.sessions.expire_idle();
     }
 
+    fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<Catalog> {
+        let mut cached = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+        match cached.as_ref() {
+            Some((built_from, catalog)) if Arc::ptr_eq(built_from, sdk) => catalog.clone(),
+            _ => {
+                let catalog = Arc::new(catalog_of(sdk));
+                *cached = Some((sdk.clone(), catalog.clone()));
+                catalog
+            }
+        }
+    }
+
     /// Workers started so far (for tests and `check`).
     pub fn workers_started(&self) -> u32 {
         self.spawned.load(Ordering::Relaxed)
@@ -325,9 +341,10 @@ impl WorkerEngine {
             return (execution, 0);
         };
         let sdk = tools.sdk();
-        let (version, functions) = catalog_of(&sdk);
-        let catalog =
-            (worker.catalog_version != Some(version)).then_some(Catalog { version, functions });
+        let catalog = self.catalog_for(&sdk);
+        let version = catalog.version;
+        // Only a worker that has not seen this catalog gets it sent.
+        let catalog = (worker.catalog_version != Some(version)).then(|| (*catalog).clone());
         let name = session.0.to_string();
         let context = Arc::new(RunContext {
             tools,
@@ -494,8 +511,8 @@ fn lost(what: &str, kind: ErrorKind, exc_type: &str) -> RunError {
     error
 }
 
-/// The catalog as the worker sees it, and a version that changes with it.
-fn catalog_of(sdk: &Sdk) -> (u64, Vec<FunctionInfo>) {
+/// The catalog as the worker sees it, with a version that changes with it.
+fn catalog_of(sdk: &Sdk) -> Catalog {
     let functions: Vec<FunctionInfo> = sdk
         .functions()
         .iter()
@@ -509,7 +526,10 @@ fn catalog_of(sdk: &Sdk) -> (u64, Vec<FunctionInfo>) {
         f.name.hash(&mut hasher);
         f.doc.hash(&mut hasher);
     }
-    (hasher.finish(), functions)
+    Catalog {
+        version: hasher.finish(),
+        functions,
+    }
 }
 
 /// SHA-256 of the worker code in this build, as the image label has it.
