@@ -2,13 +2,16 @@
 //! upstreams). Must never panic or hang.
 #![no_main]
 
+#[path = "limits.rs"]
+mod limits;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use codemcp::config::{OutputFormat, UpstreamConfig};
 use codemcp::exec::RunControl;
 use codemcp::exec::monty::memory::CountingAllocator;
-use codemcp::exec::monty::{MontyEngine, MontyLimits};
+use codemcp::exec::monty::MontyEngine;
 use codemcp::server::{Gateway, Shared};
 use codemcp::upstream::Catalog;
 use libfuzzer_sys::fuzz_target;
@@ -24,18 +27,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
         let gateway = runtime.block_on(async {
             let config = UpstreamConfig { path: None, servers: Vec::new(), skipped: Vec::new() };
             let catalog = Catalog::connect(&config, Duration::from_secs(1)).await;
-            let engine = MontyEngine::new(MontyLimits {
-                exec_timeout: Duration::from_millis(200),
-                max_output_bytes: 64 << 10,
-                max_result_bytes: 64 << 10,
-                max_source_bytes: 64 << 10,
-                max_tool_calls: 20,
-                max_recursion_depth: 100,
-                max_sleep_total: Duration::from_millis(10),
-                memory_limit: 64 << 20,
-                session_idle: Duration::from_secs(60),
-                max_sessions: 4,
-            });
+            let engine = MontyEngine::new(limits::small());
             Gateway::new_session(Shared::new(catalog, Box::new(engine), 24_000, OutputFormat::Compact))
         });
         (runtime, gateway)

@@ -2,12 +2,14 @@
 //! small limits and a host that answers tool calls. Must never panic, abort or hang.
 #![no_main]
 
+#[path = "limits.rs"]
+mod limits;
+
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use codemcp::exec::monty::memory::CountingAllocator;
-use codemcp::exec::monty::{MontyEngine, MontyLimits};
+use codemcp::exec::monty::MontyEngine;
 use codemcp::exec::{RunControl, RunRequest, SessionId, ToolFailure, ToolHost};
 use codemcp::sdk::Sdk;
 use codemcp::tooldef::ToolDef;
@@ -117,18 +119,7 @@ fn world() -> &'static World {
             read_only: true,
         };
         let sdk = Arc::new(Sdk::build(&[tool("echo"), tool("fail")]));
-        let engine = MontyEngine::new(MontyLimits {
-            exec_timeout: Duration::from_millis(200),
-            max_output_bytes: 64 << 10,
-            max_result_bytes: 64 << 10,
-            max_source_bytes: 64 << 10,
-            max_tool_calls: 20,
-            max_recursion_depth: 100,
-            max_sleep_total: Duration::from_millis(10),
-            memory_limit: 64 << 20,
-            session_idle: Duration::from_secs(60),
-            max_sessions: 4,
-        });
+        let engine = MontyEngine::new(limits::small());
         World { runtime, engine, tools: Arc::new(EchoTools(sdk)) }
     })
 }

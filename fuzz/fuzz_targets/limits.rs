@@ -1,0 +1,21 @@
+//! Limits shared by the fuzz targets that run snippets: small and fast, so a
+//! hostile input ends quickly.
+
+use std::time::Duration;
+
+use codemcp::exec::monty::MontyLimits;
+
+pub fn small() -> MontyLimits {
+    MontyLimits {
+        exec_timeout: Duration::from_millis(200),
+        max_output_bytes: 64 << 10,
+        max_result_bytes: 64 << 10,
+        max_source_bytes: 64 << 10,
+        max_tool_calls: 20,
+        max_recursion_depth: 100,
+        max_sleep_total: Duration::from_millis(10),
+        memory_limit: 64 << 20,
+        session_idle: Duration::from_secs(60),
+        max_sessions: 4,
+    }
+}
