@@ -18,7 +18,7 @@ use crate::exec::worker::docker::{self, DockerConfig};
 use crate::exec::worker::{CpythonOnly, WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::exec::{Engine, RunControl, RunRequest, SessionId, ToolHost};
 use crate::server::{self, HttpAccess, Shared};
-use crate::upstream::Catalog;
+use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,7 +69,11 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let path = config::resolve_path(cli.config.as_deref());
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
-    let catalog = Catalog::connect(&upstreams, settings.tool_timeout).await;
+    let limits = UpstreamLimits {
+        tool_timeout: settings.tool_timeout,
+        max_message: settings.max_tool_result_bytes,
+    };
+    let catalog = Catalog::connect(&upstreams, limits).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
             let (engine, workers) = engine(&settings, MontyPlacement::InProcess).await?;

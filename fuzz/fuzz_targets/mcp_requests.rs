@@ -13,7 +13,7 @@ use codemcp::exec::RunControl;
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
 use codemcp::server::{Gateway, Shared};
-use codemcp::upstream::Catalog;
+use codemcp::upstream::{Catalog, UpstreamLimits};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -26,7 +26,8 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
         let gateway = runtime.block_on(async {
             let config = UpstreamConfig { path: None, servers: Vec::new(), skipped: Vec::new() };
-            let catalog = Catalog::connect(&config, Duration::from_secs(1)).await;
+            let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20 };
+            let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
             Gateway::new_session(Shared::new(catalog, Box::new(engine), 24_000, OutputFormat::Compact))
         });

@@ -31,6 +31,11 @@ pub struct Settings {
     pub max_output_bytes: usize,
     /// `CODEMCP_MAX_RESULT_BYTES`: size of a run's returned value (default 1 MiB).
     pub max_result_bytes: usize,
+    /// `CODEMCP_MAX_TOOL_RESULT_BYTES`: the largest message (in practice, a
+    /// tool result) one upstream may send (default 16 MiB, rmcp's own line and
+    /// SSE-event cap). A stdio server that sends more is stopped and the call
+    /// fails with this name in the error.
+    pub max_tool_result_bytes: usize,
     /// `CODEMCP_MAX_SOURCE_BYTES`: size of the submitted code (default 256 KiB).
     pub max_source_bytes: usize,
     /// `CODEMCP_MAX_TOOL_CALLS`: upstream tool calls per run (default 500).
@@ -147,6 +152,7 @@ impl Default for Settings {
             exec_timeout: Duration::from_millis(30_000),
             max_output_bytes: 1024 * 1024,
             max_result_bytes: 1024 * 1024,
+            max_tool_result_bytes: 16 * 1024 * 1024,
             max_source_bytes: 256 * 1024,
             max_tool_calls: 500,
             max_recursion_depth: 200,
@@ -184,6 +190,7 @@ impl fmt::Debug for Settings {
             .field("exec_timeout", &self.exec_timeout)
             .field("max_output_bytes", &self.max_output_bytes)
             .field("max_result_bytes", &self.max_result_bytes)
+            .field("max_tool_result_bytes", &self.max_tool_result_bytes)
             .field("max_source_bytes", &self.max_source_bytes)
             .field("max_tool_calls", &self.max_tool_calls)
             .field("max_recursion_depth", &self.max_recursion_depth)
@@ -239,6 +246,8 @@ impl Settings {
             exec_timeout: env.millis("CODEMCP_EXEC_TIMEOUT_MS", d.exec_timeout, Zero::Reject)?,
             max_output_bytes: env.size("CODEMCP_MAX_OUTPUT_BYTES", d.max_output_bytes)?,
             max_result_bytes: env.size("CODEMCP_MAX_RESULT_BYTES", d.max_result_bytes)?,
+            max_tool_result_bytes: env
+                .size("CODEMCP_MAX_TOOL_RESULT_BYTES", d.max_tool_result_bytes)?,
             max_source_bytes: env.size("CODEMCP_MAX_SOURCE_BYTES", d.max_source_bytes)?,
             max_tool_calls: env.count("CODEMCP_MAX_TOOL_CALLS", d.max_tool_calls)?,
             max_recursion_depth: env.count("CODEMCP_MAX_RECURSION", d.max_recursion_depth)?,
@@ -543,6 +552,7 @@ mod tests {
         assert_eq!(s.exec_timeout, Duration::from_secs(30));
         assert_eq!(s.max_output_bytes, 1 << 20);
         assert_eq!(s.max_result_bytes, 1 << 20);
+        assert_eq!(s.max_tool_result_bytes, 16 << 20);
         assert_eq!(s.max_source_bytes, 256 << 10);
         assert_eq!(s.max_tool_calls, 500);
         assert_eq!(s.max_recursion_depth, 200);
@@ -588,6 +598,7 @@ mod tests {
             ("CODEMCP_EXEC_TIMEOUT_MS", " 2000 "),
             ("CODEMCP_MAX_OUTPUT_BYTES", "100"),
             ("CODEMCP_MAX_RESULT_BYTES", "2k"),
+            ("CODEMCP_MAX_TOOL_RESULT_BYTES", "3MiB"),
             ("CODEMCP_MAX_SOURCE_BYTES", "1MiB"),
             ("CODEMCP_MAX_TOOL_CALLS", "7"),
             ("CODEMCP_MAX_RECURSION", "50"),
@@ -607,6 +618,7 @@ mod tests {
         assert_eq!(s.exec_timeout, Duration::from_secs(2));
         assert_eq!(s.max_output_bytes, 100);
         assert_eq!(s.max_result_bytes, 2048);
+        assert_eq!(s.max_tool_result_bytes, 3 << 20);
         assert_eq!(s.max_source_bytes, 1 << 20);
         assert_eq!(s.max_tool_calls, 7);
         assert_eq!(s.max_recursion_depth, 50);
@@ -698,6 +710,7 @@ mod tests {
             "CODEMCP_EXEC_TIMEOUT_MS",
             "CODEMCP_MAX_OUTPUT_BYTES",
             "CODEMCP_MAX_RESULT_BYTES",
+            "CODEMCP_MAX_TOOL_RESULT_BYTES",
             "CODEMCP_MAX_SOURCE_BYTES",
             "CODEMCP_MAX_TOOL_CALLS",
             "CODEMCP_MAX_RECURSION",

@@ -2,26 +2,49 @@
 //! the handshake, tool listing, and the notifications it sends us.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, Tool};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::UpstreamError;
+use super::child::{ChildTransport, Liveness};
 use crate::config::{ServerConfig, Transport};
 use crate::tooldef::ToolDef;
 
 /// A server that keeps sending `next_cursor` is cut off here.
 const MAX_TOOL_PAGES: usize = 200;
 
-pub type Client = RunningService<RoleClient, UpstreamClient>;
+/// A live connection to one upstream.
+pub struct Client {
+    service: RunningService<RoleClient, UpstreamClient>,
+    /// Watches a stdio server's output; HTTP connections have none.
+    liveness: Option<Arc<Liveness>>,
+}
+
+impl Client {
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    pub fn liveness(&self) -> Option<Arc<Liveness>> {
+        self.liveness.clone()
+    }
+
+    /// Whether calls can still go through. rmcp's own `is_closed` stays false
+    /// after the transport ended by itself, hence the other two checks.
+    pub fn is_alive(&self) -> bool {
+        !self.service.is_closed()
+            && !self.service.peer().is_transport_closed()
+            && !self.liveness.as_ref().is_some_and(|l| l.is_lost())
+    }
+}
 
 /// Our side of an upstream connection. It advertises no roots, sampling or
 /// elicitation (server-filesystem would replace its allowed directories with our
@@ -46,9 +69,11 @@ impl ClientHandler for UpstreamClient {
 }
 
 /// Connects and completes the MCP handshake within the server's timeout.
+/// `max_message` bounds one message from the server (a stdio line, an SSE event).
 pub async fn connect(
     config: &ServerConfig,
     changes: mpsc::UnboundedSender<String>,
+    max_message: usize,
 ) -> Result<Client, UpstreamError> {
     let handler = UpstreamClient {
         server: config.name.clone(),
@@ -63,24 +88,32 @@ pub async fn connect(
                 env,
                 cwd,
             } => {
-                let transport = spawn_child(&config.name, command, args, env, cwd.as_deref())?;
-                handler
+                let child = Child {
+                    command,
+                    args,
+                    env,
+                    cwd: cwd.as_deref(),
+                };
+                let (transport, liveness) = spawn_child(&config.name, &child, max_message)?;
+                let service = handler
                     .serve(transport)
                     .await
-                    .map_err(|e| UpstreamError::Handshake {
-                        server: config.name.clone(),
-                        message: e.to_string(),
-                    })
+                    .map_err(|e| handshake(config, e))?;
+                Ok(Client {
+                    service,
+                    liveness: Some(liveness),
+                })
             }
             Transport::Http { url, headers } => {
-                let transport = http_transport(&config.name, url, headers)?;
-                handler
+                let transport = http_transport(&config.name, url, headers, max_message)?;
+                let service = handler
                     .serve(transport)
                     .await
-                    .map_err(|e| UpstreamError::Handshake {
-                        server: config.name.clone(),
-                        message: e.to_string(),
-                    })
+                    .map_err(|e| handshake(config, e))?;
+                Ok(Client {
+                    service,
+                    liveness: None,
+                })
             }
         }
     };
@@ -92,28 +125,39 @@ pub async fn connect(
         })?
 }
 
+fn handshake(config: &ServerConfig, e: impl std::fmt::Display) -> UpstreamError {
+    UpstreamError::Handshake {
+        server: config.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+/// What starts a stdio server.
+struct Child<'a> {
+    command: &'a str,
+    args: &'a [String],
+    env: &'a std::collections::BTreeMap<String, String>,
+    cwd: Option<&'a std::path::Path>,
+}
+
 fn spawn_child(
     server: &str,
-    command: &str,
-    args: &[String],
-    env: &std::collections::BTreeMap<String, String>,
-    cwd: Option<&std::path::Path>,
-) -> Result<TokioChildProcess, UpstreamError> {
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args).envs(env).kill_on_drop(true);
-    if let Some(cwd) = cwd {
+    child: &Child<'_>,
+    max_message: usize,
+) -> Result<(ChildTransport, Arc<Liveness>), UpstreamError> {
+    let mut cmd = tokio::process::Command::new(child.command);
+    cmd.args(child.args).envs(child.env).kill_on_drop(true);
+    if let Some(cwd) = child.cwd {
         cmd.current_dir(cwd);
     }
     die_with_parent(&mut cmd);
     let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
     // Its own process group, so killing it also kills what it started (npx → node).
     wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-    let (transport, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| UpstreamError::Spawn {
+    let (transport, liveness, stderr) =
+        ChildTransport::spawn(wrapped, max_message).map_err(|e| UpstreamError::Spawn {
             server: server.to_owned(),
-            command: command.to_owned(),
+            command: child.command.to_owned(),
             message: e.to_string(),
         })?;
     if let Some(stderr) = stderr {
@@ -125,7 +169,7 @@ fn spawn_child(
             }
         });
     }
-    Ok(transport)
+    Ok((transport, liveness))
 }
 
 /// Upstream children die with the gateway even when it is killed outright.
@@ -143,6 +187,7 @@ fn http_transport(
     server: &str,
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
+    max_message: usize,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, UpstreamError> {
     let mut custom = HashMap::new();
     let mut auth = None;
@@ -163,6 +208,8 @@ fn http_transport(
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     config.custom_headers = custom;
     config.auth_header = auth;
+    // rmcp caps plain JSON bodies at 16 MiB by itself; this bounds SSE events.
+    let config = config.max_sse_event_size(max_message);
     Ok(StreamableHttpClientTransport::from_config(config))
 }
 
@@ -172,11 +219,12 @@ pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, U
     let mut cursor = None;
     for _ in 0..MAX_TOOL_PAGES {
         let page = client
+            .peer()
             .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
             .await
-            .map_err(|e| UpstreamError::Call {
+            .map_err(|e| UpstreamError::List {
                 server: server.to_owned(),
-                message: format!("tools/list failed: {e}"),
+                message: e.to_string(),
             })?;
         tools.extend(page.tools);
         cursor = page.next_cursor;

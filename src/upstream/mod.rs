@@ -6,6 +6,7 @@
 //! next call (with backoff), and `tools/list_changed` from any server rebuilds
 //! the SDK and tells our own clients.
 
+mod child;
 mod connection;
 mod result;
 
@@ -40,10 +41,30 @@ pub enum UpstreamError {
     Handshake { server: String, message: String },
     #[error("upstream '{server}': {message}")]
     Config { server: String, message: String },
-    #[error("upstream '{server}': {message}")]
-    Call { server: String, message: String },
-    #[error("upstream '{server}' did not answer within {seconds} s (CODEMCP_TOOL_TIMEOUT_MS)")]
-    Timeout { server: String, seconds: f64 },
+    #[error("upstream '{server}': tools/list failed: {message}")]
+    List { server: String, message: String },
+    #[error("upstream '{server}', tool '{tool}': {message}")]
+    Call {
+        server: String,
+        tool: String,
+        message: String,
+    },
+    #[error(
+        "upstream '{server}', tool '{tool}': did not answer within {seconds} s (CODEMCP_TOOL_TIMEOUT_MS)"
+    )]
+    Timeout {
+        server: String,
+        tool: String,
+        seconds: f64,
+    },
+    #[error(
+        "upstream '{server}', tool '{tool}': connection lost: {reason}; the server is restarted on the next call"
+    )]
+    Lost {
+        server: String,
+        tool: String,
+        reason: String,
+    },
     #[error("upstream '{server}' is down ({reason}); next reconnect attempt in {retry_in:.1} s")]
     Down {
         server: String,
@@ -52,6 +73,22 @@ pub enum UpstreamError {
     },
     #[error("no upstream named '{0}'")]
     UnknownServer(String),
+}
+
+/// Limits on every upstream call.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamLimits {
+    /// `CODEMCP_TOOL_TIMEOUT_MS`.
+    pub tool_timeout: Duration,
+    /// `CODEMCP_MAX_TOOL_RESULT_BYTES`: the largest message one upstream may send.
+    pub max_message: usize,
+}
+
+/// One connection as a call uses it.
+struct Live {
+    peer: rmcp::Peer<rmcp::RoleClient>,
+    liveness: Option<Arc<child::Liveness>>,
+    generation: u64,
 }
 
 /// What `codemcp check` and the logs report per server.
@@ -76,6 +113,8 @@ struct Inner {
     sdk: RwLock<Arc<Sdk>>,
     changed: broadcast::Sender<()>,
     tool_timeout: Duration,
+    /// Largest message an upstream may send (`CODEMCP_MAX_TOOL_RESULT_BYTES`).
+    max_message: usize,
     changes_tx: mpsc::UnboundedSender<String>,
 }
 
@@ -88,13 +127,26 @@ struct Upstream {
 
 struct Conn {
     client: Option<Client>,
+    /// Counts connections, so a failure is only pinned on the one it happened to.
+    generation: u64,
     backoff: Backoff,
     last_error: String,
 }
 
+impl Conn {
+    fn live(&self) -> Option<Live> {
+        let client = self.client.as_ref().filter(|c| c.is_alive())?;
+        Some(Live {
+            peer: client.peer().clone(),
+            liveness: client.liveness(),
+            generation: self.generation,
+        })
+    }
+}
+
 impl Catalog {
     /// Connects every configured server concurrently and builds the SDK.
-    pub async fn connect(config: &UpstreamConfig, tool_timeout: Duration) -> Self {
+    pub async fn connect(config: &UpstreamConfig, limits: UpstreamLimits) -> Self {
         for skipped in &config.skipped {
             tracing::warn!(target: "codemcp::upstream", server = %skipped.name, reason = %skipped.reason, "upstream skipped");
         }
@@ -114,6 +166,7 @@ impl Catalog {
                     config: server.clone(),
                     conn: AsyncMutex::new(Conn {
                         client: None,
+                        generation: 0,
                         backoff: Backoff::new(),
                         last_error: String::new(),
                     }),
@@ -129,7 +182,8 @@ impl Catalog {
                 skipped: config.skipped.clone(),
                 sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
                 changed: broadcast::channel(16).0,
-                tool_timeout,
+                tool_timeout: limits.tool_timeout,
+                max_message: limits.max_message,
                 changes_tx,
             }),
         };
@@ -169,7 +223,8 @@ impl Catalog {
         &self.inner.skipped
     }
 
-    /// Calls one upstream tool with the per-call timeout.
+    /// Calls one upstream tool with the per-call timeout. A stdio server whose
+    /// connection breaks mid-call fails the call at once.
     pub async fn call(
         &self,
         server: &str,
@@ -181,33 +236,69 @@ impl Catalog {
             .upstreams
             .get(server)
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
-        let peer = self.inner.peer(upstream).await?;
+        let live = self.inner.peer(upstream).await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let timeout = self.inner.tool_timeout;
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Err(_) => Err(UpstreamError::Timeout {
-                server: server.to_owned(),
-                seconds: timeout.as_secs_f64(),
-            }),
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => {
-                let message = e.to_string();
-                if peer.is_transport_closed() {
-                    tracing::warn!(target: "codemcp::upstream", %server, %message, "upstream connection lost");
-                    self.inner.mark_down(upstream, &message).await;
-                    return Err(UpstreamError::Call {
+        let lost = async {
+            match &live.liveness {
+                Some(liveness) => liveness.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        let failure = tokio::select! {
+            biased;
+            outcome = tokio::time::timeout(timeout, live.peer.call_tool(params)) => match outcome {
+                Ok(Ok(result)) => return Ok(result),
+                Err(_) => {
+                    return Err(UpstreamError::Timeout {
                         server: server.to_owned(),
-                        message: format!(
-                            "connection lost: {message}; it will be restarted on the next call"
-                        ),
+                        tool: tool.to_owned(),
+                        seconds: timeout.as_secs_f64(),
                     });
                 }
-                Err(UpstreamError::Call {
-                    server: server.to_owned(),
-                    message,
-                })
+                Ok(Err(e)) => e,
+            },
+            reason = lost => {
+                tracing::debug!(target: "codemcp::upstream", %server, %reason, "connection lost mid-call");
+                rmcp::ServiceError::TransportClosed
             }
+        };
+        let closed =
+            live.peer.is_transport_closed() || live.liveness.as_ref().is_some_and(|l| l.is_lost());
+        if !closed {
+            return Err(UpstreamError::Call {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                message: service_error_text(&failure),
+            });
         }
+        let reason = match &live.liveness {
+            Some(liveness) if liveness.is_lost() => liveness.reason(),
+            _ => service_error_text(&failure),
+        };
+        tracing::warn!(target: "codemcp::upstream", %server, %tool, %reason, "upstream connection lost");
+        self.inner
+            .mark_down(upstream, live.generation, &reason)
+            .await;
+        Err(UpstreamError::Lost {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            reason,
+        })
+    }
+}
+
+/// What a failed call tells the agent, in words rather than rmcp's variant names.
+fn service_error_text(error: &rmcp::ServiceError) -> String {
+    match error {
+        rmcp::ServiceError::McpError(data) => format!("error {}: {}", data.code.0, data.message),
+        rmcp::ServiceError::UnexpectedResponse => {
+            "the server answered with something that is not a tool result".into()
+        }
+        rmcp::ServiceError::TransportClosed => "the answer did not arrive: the connection failed \
+             (answers over 16 MiB are refused; the gateway log says why)"
+            .into(),
+        other => other.to_string(),
     }
 }
 
@@ -240,18 +331,13 @@ impl Inner {
         read(&self.sdk).clone()
     }
 
-    /// A live peer for `upstream`, reconnecting a dead one if its backoff allows.
-    async fn peer(
-        &self,
-        upstream: &Upstream,
-    ) -> Result<rmcp::Peer<rmcp::RoleClient>, UpstreamError> {
+    /// A live connection to `upstream`, reconnecting a dead one if its backoff allows.
+    async fn peer(&self, upstream: &Upstream) -> Result<Live, UpstreamError> {
         let name = &upstream.config.name;
         {
             let conn = upstream.conn.lock().await;
-            if let Some(client) = &conn.client
-                && !client.is_closed()
-            {
-                return Ok(client.peer().clone());
+            if let Some(live) = conn.live() {
+                return Ok(live);
             }
             let wait = conn.backoff.wait_left();
             if !wait.is_zero() {
@@ -267,14 +353,11 @@ impl Inner {
             self.rebuild_sdk();
         }
         let conn = upstream.conn.lock().await;
-        match &conn.client {
-            Some(client) if !client.is_closed() => Ok(client.peer().clone()),
-            _ => Err(UpstreamError::Down {
-                server: name.clone(),
-                reason: conn.last_error.clone(),
-                retry_in: conn.backoff.delay().as_secs_f64(),
-            }),
-        }
+        conn.live().ok_or_else(|| UpstreamError::Down {
+            server: name.clone(),
+            reason: conn.last_error.clone(),
+            retry_in: conn.backoff.delay().as_secs_f64(),
+        })
     }
 
     /// (Re)connects and lists tools. Returns whether the tool list changed.
@@ -284,14 +367,18 @@ impl Inner {
         if let Some(old) = conn.client.take() {
             drop(old);
         }
+        conn.generation += 1;
         let started = Instant::now();
-        let connected = match connection::connect(&upstream.config, self.changes_tx.clone()).await {
-            Ok(client) => match connection::list_tools(&client, &name).await {
-                Ok(tools) => Ok((client, tools)),
+        let connected =
+            match connection::connect(&upstream.config, self.changes_tx.clone(), self.max_message)
+                .await
+            {
+                Ok(client) => match connection::list_tools(&client, &name).await {
+                    Ok(tools) => Ok((client, tools)),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
+            };
         let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut status = ServerStatus {
             name: name.clone(),
@@ -321,8 +408,12 @@ impl Inner {
         changed
     }
 
-    async fn mark_down(&self, upstream: &Upstream, reason: &str) {
+    /// Drops the connection `generation` (unless a newer one replaced it already).
+    async fn mark_down(&self, upstream: &Upstream, generation: u64, reason: &str) {
         let mut conn = upstream.conn.lock().await;
+        if conn.generation != generation {
+            return;
+        }
         conn.client = None;
         conn.last_error = reason.to_owned();
         let mut status = write(&upstream.status);
