@@ -9,6 +9,7 @@ mod bind;
 pub mod naming;
 mod render;
 mod search;
+mod shared_types;
 mod types;
 
 use std::collections::HashSet;
@@ -871,6 +872,68 @@ mod tests {
             stub.contains("        per_page: Results per page (max 100)\n"),
             "{stub}"
         );
+    }
+
+    #[test]
+    fn shared_result_shapes_are_written_once() {
+        let returning = |name: &str, output: Value| ToolDef {
+            output_schema: Some(output),
+            ..tool(
+                "files",
+                name,
+                json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            )
+        };
+        let content = json!({"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]});
+        let content_maybe =
+            json!({"type": "object", "properties": {"content": {"type": "string"}}});
+        let sdk = Sdk::build(&[
+            returning("read", content.clone()),
+            returning("stat", content.clone()),
+            returning("write", content_maybe),
+            returning(
+                "weather",
+                json!({"type": "object", "properties": {"t": {"type": "number"}}}),
+            ),
+        ]);
+        let text = sdk.description(100_000);
+        assert!(
+            text.contains("Result types (dicts): Content = {content: str}\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("{content: str}").count(), 1, "{text}");
+        assert!(
+            text.contains("files_read(path: str | None = None) -> Content"),
+            "{text}"
+        );
+        assert!(
+            text.contains("files_write(path: str | None = None) -> Content"),
+            "{text}"
+        );
+        // Used once: named nowhere, written in place.
+        assert!(text.contains("-> {t: float}"), "{text}");
+        let stub = sdk.stub();
+        assert_eq!(
+            stub.matches("class Content(TypedDict):").count(),
+            1,
+            "{stub}"
+        );
+        // One tool may leave the field out, so the shared class says so.
+        assert!(
+            stub.contains("    content: str  # may be absent\n"),
+            "{stub}"
+        );
+        assert!(
+            stub.contains("def files_stat(path: str | None = None) -> Content:"),
+            "{stub}"
+        );
+        assert!(
+            stub.contains("class FilesWeatherResult(TypedDict):"),
+            "{stub}"
+        );
+        if let Some(failures) = python_parse_failures(&[stub]) {
+            assert!(failures.is_empty(), "{failures:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::SdkFunction;
 use super::naming::{camel_case, is_bindable_identifier, words};
+use super::shared_types::SharedTypes;
 use super::types::{TypeCtx, py_str};
 
 const SUMMARY_CHARS: usize = 100;
@@ -77,6 +78,34 @@ fn ends_with_abbreviation(before_dot: &str) -> bool {
     .contains(&word.to_ascii_lowercase().as_str())
 }
 
+/// `dict[str, Any]` → `dict` and `list[Any]` → `list` outside string literals: the same
+/// types in fewer tokens, for the description (the stub keeps the long forms).
+fn terse(hint: &str) -> String {
+    const SHORTER: &[(&str, &str)] = &[("dict[str, Any]", "dict"), ("list[Any]", "list")];
+    let mut out = String::with_capacity(hint.len());
+    let mut quote: Option<char> = None;
+    let mut rest = hint;
+    while let Some(c) = rest.chars().next() {
+        if quote.is_none()
+            && let Some((long, short)) = SHORTER.iter().find(|(long, _)| rest.starts_with(long))
+        {
+            out.push_str(short);
+            rest = &rest[long.len()..];
+            continue;
+        }
+        let mut step = c.len_utf8();
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), '\\') => step += rest[1..].chars().next().map_or(0, char::len_utf8),
+            _ => {}
+        }
+        out.push_str(&rest[..step]);
+        rest = &rest[step..];
+    }
+    out
+}
+
 fn truncate_words(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {
         return text.to_owned();
@@ -94,11 +123,14 @@ fn truncate_words(text: &str, max_chars: usize) -> String {
 
 /// One line per tool. `-> str` is left out: the intro says a call without a declared result
 /// returns the text.
-fn tool_line(f: &SdkFunction) -> String {
+fn tool_line(f: &SdkFunction, shared: &SharedTypes) -> String {
     let call = f.call_signature(LINE_DEFAULT_CHARS);
     let signature = match &f.return_hint {
-        Some(returns) => format!("{call} -> {returns}"),
-        None => call,
+        Some(returns) => {
+            let returns = shared.name_of(returns).unwrap_or(returns);
+            terse(&format!("{call} -> {returns}"))
+        }
+        None => terse(&call),
     };
     if f.summary.is_empty() {
         signature
@@ -113,9 +145,14 @@ pub fn description(functions: &[SdkFunction], budget: usize) -> String {
     if functions.is_empty() {
         return INTRO_NO_TOOLS.to_owned();
     }
-    let lines: Vec<String> = functions.iter().map(tool_line).collect();
+    let shared = SharedTypes::find(functions);
+    let lines: Vec<String> = functions.iter().map(|f| tool_line(f, &shared)).collect();
+    let types = shared
+        .definitions()
+        .map(|d| format!("\n\nResult types (dicts): {}", terse(&d)))
+        .unwrap_or_default();
     let full = format!(
-        "{INTRO}\n\nFunctions ({}):\n{}",
+        "{INTRO}{types}\n\nFunctions ({}):\n{}",
         functions.len(),
         lines.join("\n")
     );
@@ -313,16 +350,27 @@ def describe_tool(name: str) -> dict[str, Any]:
 /// The full type stub. It always parses as Python, whatever the tools contain.
 pub fn stub(functions: &[SdkFunction]) -> String {
     let mut out = STUB_HEADER.to_owned();
-    let mut class_names = BTreeSet::new();
+    let shared = SharedTypes::find(functions);
+    let mut class_names: BTreeSet<String> = shared.names().map(str::to_owned).collect();
+    let mut declared: BTreeSet<String> = BTreeSet::new();
     for f in functions {
         out.push_str("\n\n");
-        let returns = match typed_dict(f, &mut class_names) {
-            Some((name, class)) => {
-                out.push_str(&class);
+        let shared_name = f.return_hint.as_deref().and_then(|h| shared.name_of(h));
+        let returns = match (shared_name, result_fields(f)) {
+            (Some(name), Some(fields)) => {
+                if declared.insert(name.to_owned()) {
+                    out.push_str(&typed_dict(name, &shared_fields(functions, f, &fields)));
+                    out.push_str("\n\n");
+                }
+                name.to_owned()
+            }
+            (None, Some(fields)) => {
+                let name = unique_class_name(f, &mut class_names);
+                out.push_str(&typed_dict(&name, &fields));
                 out.push_str("\n\n");
                 name
             }
-            None => f.return_hint.clone().unwrap_or_else(|| "str".to_owned()),
+            (_, None) => f.return_hint.clone().unwrap_or_else(|| "str".to_owned()),
         };
         out.push_str(&format!("def {}:\n", f.signature_returning(&returns)));
         out.push_str(&docstring(f));
@@ -331,16 +379,37 @@ pub fn stub(functions: &[SdkFunction]) -> String {
     out
 }
 
-/// A `TypedDict` for an object output schema with properties: its name and its definition.
-fn typed_dict(f: &SdkFunction, taken: &mut BTreeSet<String>) -> Option<(String, String)> {
+type Fields = Vec<(String, String, bool)>;
+
+/// The fields of an object output schema with properties, when they make a `TypedDict`.
+fn result_fields(f: &SdkFunction) -> Option<Fields> {
     if f.unwrap_result {
         return None;
     }
     let output = f.output_schema.as_ref()?;
     let fields = TypeCtx::new(output).object_fields(output, MAX_TYPED_DICT_FIELDS + 1)?;
-    if fields.is_empty() || fields.len() > MAX_TYPED_DICT_FIELDS {
-        return None;
-    }
+    (!fields.is_empty() && fields.len() <= MAX_TYPED_DICT_FIELDS).then_some(fields)
+}
+
+/// `fields` of a shared result, each required only when every tool sharing it requires it.
+fn shared_fields(functions: &[SdkFunction], first: &SdkFunction, fields: &Fields) -> Fields {
+    let sharing: Vec<Fields> = functions
+        .iter()
+        .filter(|g| g.return_hint == first.return_hint)
+        .filter_map(result_fields)
+        .collect();
+    fields
+        .iter()
+        .map(|(name, hint, _)| {
+            let required = sharing
+                .iter()
+                .all(|other| other.iter().any(|(n, _, r)| n == name && *r));
+            (name.clone(), hint.clone(), required)
+        })
+        .collect()
+}
+
+fn unique_class_name(f: &SdkFunction, taken: &mut BTreeSet<String>) -> String {
     let base = format!("{}Result", camel_case(&f.py_name));
     let mut name = base.clone();
     let mut n = 2u32;
@@ -348,7 +417,13 @@ fn typed_dict(f: &SdkFunction, taken: &mut BTreeSet<String>) -> Option<(String, 
         name = format!("{base}{n}");
         n += 1;
     }
-    let class = if fields
+    name
+}
+
+/// A `TypedDict` named `name` with `fields`: class syntax when every field is an
+/// identifier, else the functional form.
+fn typed_dict(name: &str, fields: &Fields) -> String {
+    if fields
         .iter()
         .all(|(field, _, _)| is_bindable_identifier(field))
     {
@@ -367,11 +442,10 @@ fn typed_dict(f: &SdkFunction, taken: &mut BTreeSet<String>) -> Option<(String, 
             .collect();
         format!(
             "{name} = TypedDict({}, {{{}}})\n",
-            py_str(&name),
+            py_str(name),
             body.join(", ")
         )
-    };
-    Some((name, class))
+    }
 }
 
 fn docstring(f: &SdkFunction) -> String {
@@ -467,6 +541,22 @@ mod tests {
             "{s}"
         );
         assert_eq!(summary("a\u{0}b"), "a b");
+    }
+
+    #[test]
+    fn terse_hints_keep_string_literals() {
+        assert_eq!(
+            terse("f(a: list[dict[str, Any]], b: dict[str, list[Any]]) -> dict[str, Any]"),
+            "f(a: list[dict], b: dict[str, list]) -> dict"
+        );
+        assert_eq!(
+            terse(r"f(m: str = 'it\'s dict[str, Any]', n: list[Any] = [])"),
+            r"f(m: str = 'it\'s dict[str, Any]', n: list = [])"
+        );
+        assert_eq!(
+            terse("g(s: Literal[\"list[Any]\"])"),
+            "g(s: Literal[\"list[Any]\"])"
+        );
     }
 
     #[test]
