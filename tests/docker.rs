@@ -22,32 +22,12 @@ use support::{Setup, everything};
 const DOCKER_ONLY: &[(&str, &str)] = &[("CODEMCP_ISOLATION", "DOCKER")];
 
 fn image() -> String {
-    std::env::var("CODEMCP_DOCKER_IMAGE").unwrap_or_else(|_| "codemcp-worker:1".to_owned())
+    support::docker_image()
 }
 
 /// The engine, or `None` (test skipped) when it or the image is missing.
 async fn docker() -> Option<Docker> {
-    let reason = match Docker::connect_with_defaults() {
-        Err(e) => format!("no Docker engine ({e})"),
-        Ok(docker) => {
-            match tokio::time::timeout(Duration::from_secs(5), docker.negotiate_version()).await {
-                Err(_) => "the Docker engine did not answer within 5 s".to_owned(),
-                Ok(Err(e)) => format!("no Docker engine answers ({e})"),
-                Ok(Ok(docker)) => match docker.inspect_image(&image()).await {
-                    Ok(_) => return Some(docker),
-                    Err(e) => format!("the worker image {} is missing ({e})", image()),
-                },
-            }
-        }
-    };
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true requires the Docker tests, but {reason}; .ci/run runs scripts/docker-engine.sh and scripts/build-worker-image.sh first"
-    );
-    eprintln!(
-        "SKIPPED: {reason}; to run these tests: sudo scripts/docker-engine.sh && scripts/build-worker-image.sh"
-    );
-    None
+    support::docker_or_skip().await
 }
 
 /// The worker containers a gateway process started.

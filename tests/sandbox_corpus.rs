@@ -14,7 +14,8 @@
 //! failure of the case that killed it and started again.
 //!
 //! `CODEMCP_CORPUS_FILTER=text` runs only the cases whose name contains `text`;
-//! `CODEMCP_CORPUS_VERBOSE=1` prints every outcome.
+//! `CODEMCP_CORPUS_MODE=DOCKER` only that mode; `CODEMCP_CORPUS_VERBOSE=1`
+//! prints every outcome.
 
 mod support;
 
@@ -37,25 +38,21 @@ use support::{HttpGateway, Ran, unpack};
 struct Mode {
     name: &'static str,
     env: &'static [(&'static str, &'static str)],
-    /// Why the mode cannot run in this build; `None` when it can.
-    unavailable: Option<&'static str>,
+    /// Runs only when a Docker engine answers and the worker image exists
+    /// (always under `CI=true`, where a missing engine fails the test).
+    needs_docker: bool,
 }
 
-/// The later CPython/Docker issue turns DOCKER on by clearing `unavailable`
-/// (or replacing it with a probe for a Docker engine).
 const MODES: &[Mode] = &[
     Mode {
         name: "MONTY",
         env: &[("CODEMCP_ISOLATION", "MONTY")],
-        unavailable: None,
+        needs_docker: false,
     },
     Mode {
         name: "DOCKER",
         env: &[("CODEMCP_ISOLATION", "DOCKER")],
-        unavailable: Some(
-            "codemcp has no DOCKER engine yet; the DOCKER verdicts in the headers are parsed \
-             and checked for syntax only",
-        ),
+        needs_docker: true,
     },
 ];
 
@@ -360,6 +357,8 @@ type Session = RunningService<RoleClient, ()>;
 
 fn gateway_env(mode: &Mode) -> Vec<(&'static str, &'static str)> {
     let mut env: Vec<(&str, &str)> = LIMITS.to_vec();
+    // Each mode's verdicts, not an escalation to whatever fallback this machine has.
+    env.push(("CODEMCP_FALLBACK", "none"));
     env.extend_from_slice(mode.env);
     env.push(("CODEMCP_CORPUS_SECRET", ENV_SECRET));
     env
@@ -453,6 +452,32 @@ async fn exec(session: &Session, code: &str, bound: Duration) -> Result<Ran, Str
         Ok(Err(e)) => Err(format!("tools/call failed: {e}")),
         Err(_) => Err(format!("no answer within {bound:?}")),
     }
+}
+
+/// The worker control channel's port: the TCP port `pid` listens on other
+/// than the HTTP gateway's; `None` in modes without workers.
+fn control_port(pid: u32, http_port: u16) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["tcp", "tcp6"].iter().find_map(|table| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok()?;
+        text.lines().skip(1).find_map(|line| {
+            // sl local_address rem_address st ... inode
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let port = u16::from_str_radix(fields.get(1)?.rsplit(':').next()?, 16).ok()?;
+            let listening = fields.get(3) == Some(&"0A");
+            (listening
+                && port != http_port
+                && inodes.iter().any(|i| Some(&i.as_str()) == fields.get(9)))
+            .then_some(port)
+        })
+    })
 }
 
 fn rss_bytes(pid: u32) -> Option<u64> {
@@ -596,7 +621,12 @@ async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec
                 ("GATEWAY_PORT", port.to_string()),
                 ("GATEWAY_URL", http.gateway.url.clone()),
                 ("DECOY_PORT", fixture.decoy_port.to_string()),
-                ("CONTROL_PORT", fixture.decoy_port.to_string()),
+                (
+                    "CONTROL_PORT",
+                    control_port(pid, http.port())
+                        .unwrap_or(fixture.decoy_port)
+                        .to_string(),
+                ),
             ],
         };
         let result = if over_http {
@@ -737,10 +767,16 @@ async fn escape_corpus_holds_in_every_mode() {
         .into_iter()
         .filter(|c| c.name.contains(&filter))
         .collect();
+    lower_open_files_limit();
     let fixture = Fixture::new();
     let mut outcomes = Vec::new();
+    let only_mode = std::env::var("CODEMCP_CORPUS_MODE").unwrap_or_default();
     for mode in MODES {
-        if let Some(reason) = mode.unavailable {
+        if !only_mode.is_empty() && !only_mode.eq_ignore_ascii_case(mode.name) {
+            continue;
+        }
+        if mode.needs_docker && support::docker_or_skip().await.is_none() {
+            let reason = "no Docker engine or worker image";
             eprintln!("sandbox corpus: skipping mode {}: {reason}", mode.name);
             outcomes.extend(selected.iter().map(|c| Outcome {
                 case: c.name.clone(),
@@ -770,6 +806,22 @@ async fn escape_corpus_holds_in_every_mode() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Gateways inherit a soft limit of 1024 open files, the common default, so a
+/// case can try to use them up.
+fn lower_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain getrlimit/setrlimit on a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_cur.min(1024);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 fn report(outcomes: &[Outcome], verbose: bool) {
@@ -807,12 +859,19 @@ fn report(outcomes: &[Outcome], verbose: bool) {
             .collect();
         eprintln!("  {class:14} {}", cells.join(" | "));
     }
-    let total: Duration = outcomes.iter().map(|o| o.elapsed).sum();
-    eprintln!(
-        "sandbox corpus: {} runs in {:.1} s",
-        outcomes.len(),
-        total.as_secs_f64()
-    );
+    for mode in MODES {
+        let runs: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| o.mode == mode.name && o.skipped.is_none())
+            .collect();
+        let total: Duration = runs.iter().map(|o| o.elapsed).sum();
+        eprintln!(
+            "sandbox corpus: {} {} runs in {:.1} s",
+            mode.name,
+            runs.len(),
+            total.as_secs_f64()
+        );
+    }
 }
 
 // ------------------------------------------------------------------ patterns

@@ -30,6 +30,10 @@ import traceback
 import websockets
 from websockets.asyncio.client import connect
 
+# Snippets share this interpreter and may rebind module attributes
+# (`json.dumps = None`); the channel keeps its own references.
+json_dumps, json_loads = json.dumps, json.loads
+
 # Same as tungstenite's default on the gateway side.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 # Deeper values are refused, as in the Monty engine (src/exec/monty/convert.rs).
@@ -199,7 +203,7 @@ def json_key(key, depth):
     if isinstance(key, str):
         return str.__str__(key)
     if key is None or isinstance(key, (bool, int, float)):
-        return json.dumps(to_json(key, depth + 1))
+        return json_dumps(to_json(key, depth + 1))
     raise NotJson(f"dict keys must be str, int, float, bool or None, not '{type(key).__name__}'")
 
 
@@ -227,7 +231,7 @@ class Channel:
 
     def send(self, message):
         """Queues a frame; callable from any thread."""
-        text = clean_text(json.dumps(message, ensure_ascii=False))
+        text = clean_text(json_dumps(message, ensure_ascii=False))
         try:
             self.loop.call_soon_threadsafe(self.outbox.put_nowait, text)
         except RuntimeError:
@@ -620,7 +624,7 @@ async def serve(url, token):
 
 def dispatch(worker, channel, text):
     try:
-        message = json.loads(text)
+        message = json_loads(text)
     except (TypeError, ValueError):
         log("ignored a frame that is not JSON")
         return
@@ -634,7 +638,8 @@ def dispatch(worker, channel, text):
 
 def main():
     url = os.environ.get("CODEMCP_CONTROL_URL")
-    token = os.environ.get("CODEMCP_WORKER_TOKEN")
+    # Snippets need not see it (it is single-use, so this is only tidiness).
+    token = os.environ.pop("CODEMCP_WORKER_TOKEN", None)
     if not url or not token:
         log("CODEMCP_CONTROL_URL and CODEMCP_WORKER_TOKEN must be set (the gateway starts this worker)")
         sys.exit(2)

@@ -16,8 +16,10 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use super::render::render;
+use super::sessions::HttpSessions;
 use crate::config::settings::OutputFormat;
 use crate::exec::{
     Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver,
@@ -105,10 +107,13 @@ async fn expire_sessions(shared: std::sync::Weak<Shared>) {
 struct SessionGuard {
     id: SessionId,
     shared: Arc<Shared>,
+    /// Cancelled when the client is gone: every run of the session stops.
+    closing: CancellationToken,
 }
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        self.closing.cancel();
         self.shared.engine.end_session(self.id);
     }
 }
@@ -118,6 +123,8 @@ impl Drop for SessionGuard {
 pub struct Gateway {
     shared: Arc<Shared>,
     session: Arc<SessionGuard>,
+    /// Over HTTP: tells when the client's session ended.
+    http_sessions: Option<Arc<HttpSessions>>,
 }
 
 impl Gateway {
@@ -125,8 +132,23 @@ impl Gateway {
         let session = Arc::new(SessionGuard {
             id: SessionId::next(),
             shared: shared.clone(),
+            closing: CancellationToken::new(),
         });
-        Self { shared, session }
+        Self {
+            shared,
+            session,
+            http_sessions: None,
+        }
+    }
+
+    pub(super) fn with_http_sessions(mut self, sessions: Arc<HttpSessions>) -> Self {
+        self.http_sessions = Some(sessions);
+        self
+    }
+
+    /// Cancelling this token stops every run of the session (its client left).
+    pub fn closing(&self) -> CancellationToken {
+        self.session.closing.clone()
     }
 
     fn tool(&self) -> Tool {
@@ -264,14 +286,28 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
+        // The run stops when the client cancels this request or leaves.
+        let cancel = self.session.closing.child_token();
+        let http_ended = self
+            .http_sessions
+            .as_ref()
+            .and_then(|sessions| sessions.closing_for(&context))
+            .unwrap_or_default();
+        let (request_ct, link) = (context.ct.clone(), cancel.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = request_ct.cancelled() => link.cancel(),
+                () = http_ended.cancelled() => link.cancel(),
+                () = link.cancelled() => {}
+            }
+        });
         let control = RunControl {
-            cancel: context.ct.clone(),
+            cancel: cancel.clone(),
             on_tool_call: progress_observer(&context),
         };
-        Ok(self
-            .execute(request.arguments.as_ref(), control)
-            .await
-            .into())
+        let result = self.execute(request.arguments.as_ref(), control).await;
+        cancel.cancel(); // ends the link task
+        Ok(result.into())
     }
 
     async fn list_resources(

@@ -2,6 +2,8 @@
 
 mod handler;
 mod render;
+mod sessions;
+mod stdin;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,7 +14,6 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
@@ -40,8 +41,10 @@ pub enum ServerError {
 
 /// Serves one MCP session on stdin/stdout until the client closes it.
 pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), ServerError> {
-    let running = Gateway::new_session(shared)
-        .serve(rmcp::transport::stdio())
+    let gateway = Gateway::new_session(shared);
+    let input = stdin::WatchedStdin::new(gateway.closing());
+    let running = gateway
+        .serve((input, tokio::io::stdout()))
         .await
         .map_err(|e| ServerError::Session(e.to_string()))?;
     running
@@ -83,9 +86,11 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let sessions = Arc::new(sessions::HttpSessions::default());
+    let ended = sessions.clone();
     let service = StreamableHttpService::new(
-        move || Ok(Gateway::new_session(shared.clone())),
-        LocalSessionManager::default().into(),
+        move || Ok(Gateway::new_session(shared.clone()).with_http_sessions(ended.clone())),
+        sessions,
         config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);

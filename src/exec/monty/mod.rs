@@ -196,6 +196,7 @@ impl MontyEngine {
             cancel: control.cancel,
             on_tool_call: control.on_tool_call,
         };
+        let cancel = job.cancel.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
             let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
@@ -218,8 +219,14 @@ impl MontyEngine {
         if let Err(e) = spawned {
             return ThreadResult::Panicked(format!("could not start an interpreter thread: {e}"));
         }
-        rx.await
-            .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into()))
+        tokio::select! {
+            biased;
+            result = rx => result
+                .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into())),
+            // Monty cannot be interrupted mid-turn: the thread stops at its next
+            // suspension or at the wall-time limit, and the caller need not wait.
+            () = cancel.cancelled() => ThreadResult::Cancelled,
+        }
     }
 
     fn fill(&self, execution: &mut Execution, result: ThreadResult) {
@@ -228,6 +235,10 @@ impl MontyEngine {
                 finished,
                 session_reset,
             } => (finished, session_reset),
+            ThreadResult::Cancelled => {
+                execution.error = Some(cancelled());
+                return;
+            }
             ThreadResult::Panicked(message) => {
                 tracing::error!(target: "codemcp::exec", %message, "the Monty interpreter panicked");
                 let mut error = RunError::new(
@@ -347,6 +358,8 @@ enum ThreadResult {
         finished: Box<Finished>,
         session_reset: bool,
     },
+    /// The caller cancelled; the thread may still be finishing the run.
+    Cancelled,
     Panicked(String),
 }
 

@@ -1,9 +1,16 @@
 //! The control channel workers dial: a WebSocket server on loopback. A worker
 //! proves itself with its per-worker token as the first frame; anything else
 //! is logged and closed.
+//!
+//! Snippets can reach this port too (it is how their own worker talks), so a
+//! connection that has not proved itself is bounded: it gets `TOKEN_TIMEOUT`
+//! for the handshake and the token, and one peer address may have only
+//! `MAX_UNPROVEN_PER_PEER` of them open; more are closed at once. Otherwise one
+//! session could hold the gateway's file descriptors and starve every other
+//! session's workers.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,10 +22,49 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::link::WorkerLink;
 
-/// How long a connection may take to present its token.
+/// How long a connection may take to finish its handshake and present its token.
 const TOKEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections from one address still to present a token. A worker makes one;
+/// host workers all come from 127.0.0.1, so leave room for many starting at once.
+const MAX_UNPROVEN_PER_PEER: usize = 16;
+/// Pause after a failed accept (e.g. out of file descriptors) before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Arc<WorkerLink>>>>>;
+type Unproven = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// One counted connection still to prove itself; uncounted on drop.
+struct Admission {
+    peer: IpAddr,
+    unproven: Unproven,
+}
+
+impl Admission {
+    fn try_new(peer: IpAddr, unproven: &Unproven) -> Option<Self> {
+        let mut counts = unproven.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = counts.entry(peer).or_default();
+        if *count >= MAX_UNPROVEN_PER_PEER {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            peer,
+            unproven: unproven.clone(),
+        })
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        let mut counts = self.unproven.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = counts.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.peer);
+            }
+        }
+    }
+}
 
 pub struct ControlServer {
     addr: SocketAddr,
@@ -32,10 +78,24 @@ impl ControlServer {
         let addr = listener.local_addr()?;
         let waiting: Waiting = Arc::default();
         let accepting = waiting.clone();
+        let unproven: Unproven = Arc::default();
         tokio::spawn(async move {
-            while let Ok((stream, peer)) = listener.accept().await {
+            loop {
+                let (stream, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Never give up listening: later workers must still get in.
+                        tracing::warn!(target: "codemcp::worker", error = %e, "the worker control channel could not accept a connection");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
+                let Some(admission) = Admission::try_new(peer.ip(), &unproven) else {
+                    tracing::debug!(target: "codemcp::worker", %peer, "refused a control connection: too many unproven ones from this address");
+                    continue; // dropping the stream closes it
+                };
                 let waiting = accepting.clone();
-                tokio::spawn(async move { admit(stream, peer, waiting).await });
+                tokio::spawn(async move { admit(stream, peer, waiting, admission).await });
             }
         });
         tracing::info!(target: "codemcp::worker", %addr, "worker control channel listening");
@@ -66,14 +126,20 @@ impl ControlServer {
     }
 }
 
-async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
-    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting, admission: Admission) {
+    let proof = tokio::time::timeout(TOKEN_TIMEOUT, async {
+        let mut ws = tokio_tungstenite::accept_async(stream).await.ok()?;
+        let presented = match ws.next().await {
+            Some(Ok(Message::Text(text))) => text.to_string(),
+            _ => String::new(),
+        };
+        Some((ws, presented))
+    })
+    .await;
+    drop(admission);
+    let Ok(Some((ws, presented))) = proof else {
+        tracing::debug!(target: "codemcp::worker", %peer, "a control connection sent no token in time");
         return;
-    };
-    let first = tokio::time::timeout(TOKEN_TIMEOUT, ws.next()).await;
-    let presented = match first {
-        Ok(Some(Ok(Message::Text(text)))) => text.to_string(),
-        _ => String::new(),
     };
     let matched = {
         let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
@@ -96,7 +162,8 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
 }
 
 async fn close(mut ws: WebSocketStream<TcpStream>) {
-    let _ = ws.close(None).await;
+    // A peer that never reads must not keep the socket open.
+    let _ = tokio::time::timeout(TOKEN_TIMEOUT, ws.close(None)).await;
 }
 
 /// 32 random bytes as hex, from the kernel.
@@ -132,6 +199,42 @@ mod tests {
             matches!(end, None | Some(Ok(Message::Close(_))) | Some(Err(_))),
             "{end:?}"
         );
+        let (mut right, _) = tokio_tungstenite::connect_async(server.url())
+            .await
+            .expect("connect");
+        futures::SinkExt::send(&mut right, Message::text(token))
+            .await
+            .expect("send");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), linked)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn idle_connections_from_one_peer_are_capped_and_do_not_block_workers() {
+        use tokio::io::AsyncReadExt;
+        let server = ControlServer::start("127.0.0.1".parse().expect("ip"))
+            .await
+            .expect("listen");
+        let addr = server.addr;
+        // Connections that never start the handshake.
+        let mut idle = Vec::new();
+        for _ in 0..MAX_UNPROVEN_PER_PEER {
+            idle.push(TcpStream::connect(addr).await.expect("connect"));
+        }
+        // Let the server count them before the next one arrives.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut over = TcpStream::connect(addr).await.expect("connect");
+        let mut buf = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(2), over.read(&mut buf))
+            .await
+            .expect("the connection over the cap is closed at once");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+        drop(idle);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (token, linked) = server.expect();
         let (mut right, _) = tokio_tungstenite::connect_async(server.url())
             .await
             .expect("connect");

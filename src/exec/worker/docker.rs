@@ -225,6 +225,9 @@ impl DockerSpawner {
                 pids_limit: Some(i64::from(self.config.pids)),
                 nano_cpus: Some(i64::try_from(self.config.nano_cpus).unwrap_or(i64::MAX)),
                 network_mode: Some(self.network_id.clone()),
+                // Names outside the network cannot resolve (no route out), so
+                // fail a lookup after 1 s instead of the resolver's 10 s.
+                dns_options: Some(vec!["timeout:1".into(), "attempts:1".into()]),
                 auto_remove: Some(true),
                 // The worker's own diagnostics only; bounded so a snippet writing
                 // to fd 2 cannot fill the host's disk.
