@@ -33,5 +33,8 @@ if [ $# -eq 0 ]; then
   CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http
   if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
     CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway
+    # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
+    # after every other test that uses Docker.
+    cargo test --ignore-rust-version --test docker -- --ignored --test-threads=1
   fi
 fi

@@ -86,9 +86,17 @@ impl Router {
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
         {
-            let (mut execution, _) = fallback
+            let run = fallback
                 .run_arc(session, request, tools, control, None)
                 .await;
+            if run.no_worker {
+                // Its CPython state went with its worker, and none can start
+                // (the Docker engine stopped, say): back to Monty, afresh, so
+                // snippets Monty can run keep working.
+                self.escalated().remove(&session);
+                self.monty.end_session(session);
+            }
+            let mut execution = run.execution;
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
@@ -158,9 +166,14 @@ impl Router {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
         self.escalated().insert(session);
         let globals = self.monty_globals(session, tools.clone()).await;
-        let (mut escalated, _) = fallback
+        let run = fallback
             .run_arc(session, request, tools, control, globals)
             .await;
+        if run.no_worker {
+            // Nothing ran in CPython: the session stays in Monty, state intact.
+            self.escalated().remove(&session);
+        }
+        let mut escalated = run.execution;
         escalated.escalated = Some(reason);
         escalated.elapsed_ms += monty_ms;
         escalated

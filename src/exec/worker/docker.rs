@@ -42,6 +42,9 @@ const START_LABEL: &str = "codemcp.gateway.start";
 const TMPFS: &str = "rw,noexec,nosuid,nodev,size=64m";
 /// How long removing a container may take at gateway exit.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long starting one container (create, start, inspect) may wait for the
+/// engine; bollard's own timeout is 120 s per request.
+const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The fix for a missing engine or image, named in every such error.
 pub const ENGINE_FIX: &str = "start one with `sudo scripts/docker-engine.sh` (installs Debian's docker.io and starts dockerd), then build the worker image with `scripts/build-worker-image.sh`";
@@ -215,6 +218,10 @@ impl DockerSpawner {
                 "PYTHONUNBUFFERED=1".into(),
             ]),
             labels: Some(self.labels.clone()),
+            // The worker is pid 1 and has no SIGTERM handler, so the kernel
+            // ignores SIGTERM: `docker stop` and an engine shutdown would wait
+            // 10 s per container for nothing. It has nothing to save.
+            stop_signal: Some("SIGKILL".into()),
             host_config: Some(HostConfig {
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
@@ -244,42 +251,83 @@ impl DockerSpawner {
         }
     }
 
-    async fn start(&self, url: &str, token: &str) -> Result<Watched, String> {
+    /// Starts one worker container, bounded: an engine that stopped or hangs
+    /// gives an error naming the fix, never a hung run.
+    async fn start(&self, url: &str, token: &str) -> Result<Watched, WorkerError> {
+        tokio::time::timeout(ENGINE_TIMEOUT, self.start_unbounded(url, token))
+            .await
+            .unwrap_or_else(|_| {
+                Err(WorkerError::NoDockerEngine {
+                    detail: format!(
+                        "starting a worker container: no answer within {} s",
+                        ENGINE_TIMEOUT.as_secs()
+                    ),
+                })
+            })
+    }
+
+    async fn start_unbounded(&self, url: &str, token: &str) -> Result<Watched, WorkerError> {
         let created = self
             .docker
             .create_container(None, self.body(url, token))
             .await
-            .map_err(|e| format!("creating a container from {}: {e}", self.config.image))?;
+            .map_err(|e| match e {
+                DockerApiError::DockerResponseServerError {
+                    status_code: 404, ..
+                } => WorkerError::NoDockerImage {
+                    image: self.config.image.clone(),
+                },
+                e => engine_error("creating a worker container", e),
+            })?;
         let container = Container::new(self.docker.clone(), created.id, self.live.clone());
         let mut waiting = container.watch_exit();
         self.docker
             .start_container(&waiting.container.id, None)
             .await
-            .map_err(|e| format!("starting a worker container: {e}"))?;
+            .map_err(|e| engine_error("starting a worker container", e))?;
         if self.drop_route {
             let pid = self
                 .docker
                 .inspect_container(&waiting.container.id, None)
                 .await
-                .ok()
-                .and_then(|c| c.state)
+                .map_err(|e| engine_error("inspecting a worker container", e))?
+                .state
                 .and_then(|s| s.pid)
                 .filter(|&pid| pid > 0);
             match pid {
                 Some(pid) => tokio::task::spawn_blocking(move || netns::drop_default_route(pid))
                     .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| format!("removing the worker container's default route: {e}"))?,
+                    .map_err(|e| WorkerError::Docker(e.to_string()))?
+                    .map_err(|e| {
+                        WorkerError::Docker(format!(
+                            "removing the worker container's default route: {e}"
+                        ))
+                    })?,
                 None => {
                     let exit = waiting.exited().await;
-                    return Err(format!(
+                    return Err(WorkerError::Start(format!(
                         "the worker container stopped at once ({})",
                         exit.description
-                    ));
+                    )));
                 }
             }
         }
         Ok(waiting)
+    }
+}
+
+/// An API error while starting a worker: an answer from the engine is a Docker
+/// error; no answer (socket gone, connection refused or cut) means the engine
+/// is not running, and the error says how to start it.
+fn engine_error(doing: &str, e: DockerApiError) -> WorkerError {
+    match e {
+        DockerApiError::DockerResponseServerError {
+            status_code,
+            message,
+        } => WorkerError::Docker(format!("{doing}: {message} (HTTP {status_code})")),
+        e => WorkerError::NoDockerEngine {
+            detail: format!("{doing}: {e}"),
+        },
     }
 }
 
@@ -304,7 +352,7 @@ impl Spawner for DockerSpawner {
         &'a self,
         url: &'a str,
         token: &'a str,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, String>> {
+    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
         Box::pin(async move {
             let watched = self.start(url, token).await?;
             Ok(Box::new(watched) as Box<dyn Launched>)

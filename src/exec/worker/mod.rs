@@ -62,6 +62,16 @@ pub enum WorkerError {
     Docker(String),
 }
 
+impl WorkerError {
+    /// What went wrong, without the "cannot start" prefix of `Start`.
+    fn reason(&self) -> String {
+        match self {
+            Self::Start(reason) => reason.clone(),
+            e => e.to_string(),
+        }
+    }
+}
+
 /// Limits the worker engine applies.
 #[derive(Debug, Clone)]
 pub struct WorkerLimits {
@@ -97,9 +107,9 @@ pub struct WorkerEngine {
     spawner: Box<dyn Spawner>,
     control: Arc<ControlServer>,
     sessions: SessionTable<WorkerSession>,
-    spare: Arc<tokio::sync::Mutex<Option<Worker>>>,
+    /// Held while a spare starts, so a run can wait for it.
+    spare: Arc<tokio::sync::Mutex<Spare>>,
     spawned: AtomicU32,
-    last_error: Mutex<Option<String>>,
     /// The catalog as workers see it, for the SDK it was built from: built
     /// once per catalog change, not once per run.
     catalog: Mutex<Option<(Arc<Sdk>, Arc<Catalog>)>>,
@@ -168,9 +178,8 @@ impl WorkerEngine {
             spawner,
             control,
             sessions,
-            spare: Arc::default(),
+            spare: Arc::new(tokio::sync::Mutex::new(Spare::Empty)),
             spawned: AtomicU32::new(0),
-            last_error: Mutex::new(None),
             catalog: Mutex::new(None),
         });
         if prewarm {
@@ -190,7 +199,7 @@ impl WorkerEngine {
         self.spawner.shutdown().await;
     }
 
-    async fn spawn_worker(&self) -> Result<Worker, String> {
+    async fn spawn_worker(&self) -> Result<Worker, WorkerError> {
         let (token, linked) = self.control.expect();
         let url = self.control.url();
         let launched = self.spawner.spawn(&url, &token).await;
@@ -208,7 +217,7 @@ impl WorkerEngine {
             () = tokio::time::sleep(START_TIMEOUT) => Err(format!("the worker did not connect within {} s", START_TIMEOUT.as_secs())),
         };
         self.control.forget(&token);
-        let link = outcome?;
+        let link = outcome.map_err(WorkerError::Start)?;
         Ok(Worker {
             process,
             link,
@@ -224,29 +233,39 @@ impl WorkerEngine {
                 return;
             };
             let mut spare = engine.spare.lock().await;
-            if spare.is_some() {
+            if matches!(*spare, Spare::Ready(_)) {
                 return;
             }
-            match engine.spawn_worker().await {
-                Ok(worker) => *spare = Some(worker),
+            *spare = match engine.spawn_worker().await {
+                Ok(worker) => Spare::Ready(worker),
                 Err(e) => {
                     tracing::warn!(target: "codemcp::worker", error = %e, "could not pre-start a CPython worker");
-                    *engine
-                        .last_error
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(e);
+                    Spare::Failed(e.reason())
                 }
-            }
+            };
         });
     }
 
-    async fn take_worker(self: &Arc<Self>) -> Result<Worker, String> {
-        let ready = self.spare.lock().await.take();
+    async fn take_worker(self: &Arc<Self>) -> Result<Worker, WorkerError> {
+        // A spare under way holds the lock: wait for it rather than start a
+        // second container. If it failed while we waited, that is this run's
+        // answer too, so an engine that hangs is not waited on twice.
+        let (spare, waited) = match self.spare.try_lock() {
+            Ok(mut spare) => (std::mem::replace(&mut *spare, Spare::Empty), false),
+            Err(_) => {
+                let mut spare = self.spare.lock().await;
+                (std::mem::replace(&mut *spare, Spare::Empty), true)
+            }
+        };
         self.refill_spare();
-        if let Some(mut worker) = ready
-            && worker.usable()
-        {
-            return Ok(worker);
+        match spare {
+            Spare::Ready(mut worker) => {
+                if worker.usable() {
+                    return Ok(worker);
+                }
+            }
+            Spare::Failed(message) if waited => return Err(WorkerError::Start(message)),
+            _ => {}
         }
         self.spawn_worker().await
     }
@@ -283,7 +302,7 @@ impl WorkerEngine {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         globals: Option<Map<String, Value>>,
-    ) -> (Execution, u32) {
+    ) -> WorkerRun {
         let started = Instant::now();
         let wall = request.wall_time(self.limits.exec_timeout);
         let deadline = started + wall;
@@ -298,7 +317,7 @@ impl WorkerEngine {
                     self.limits.max_source_bytes
                 ),
             ));
-            return (execution, 0);
+            return WorkerRun::ran(execution);
         }
         let state = match self
             .sessions
@@ -314,31 +333,50 @@ impl WorkerEngine {
                         full.0
                     ),
                 ));
-                return (execution, 0);
+                return WorkerRun::ran(execution);
             }
         };
         let mut guard = tokio::select! {
             guard = state.lock() => guard,
             () = tokio::time::sleep_until(deadline.into()) => {
                 execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError", "timed out waiting for this session's previous run to finish"));
-                return (execution, 0);
+                return WorkerRun::ran(execution);
             }
         };
         if guard.worker.as_mut().is_none_or(|w| !w.usable()) {
-            match self.take_worker().await {
+            // Starting the worker counts against the run's wall time.
+            let taken = tokio::select! {
+                taken = self.take_worker() => taken,
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    execution.error = Some(RunError::new(
+                        ErrorKind::Limit,
+                        "TimeoutError",
+                        format!("the CPython worker did not start within the run's time limit ({} ms)", wall.as_millis()),
+                    ));
+                    return WorkerRun {
+                        execution,
+                        no_worker: true,
+                    };
+                }
+            };
+            match taken {
                 Ok(worker) => guard.worker = Some(worker),
                 Err(e) => {
+                    tracing::warn!(target: "codemcp::worker", error = %e, "could not start a CPython worker for a run");
                     execution.error = Some(RunError::new(
                         ErrorKind::Internal,
                         "RuntimeError",
-                        format!("cannot start the CPython worker: {e}"),
+                        format!("cannot start the CPython worker: {}", e.reason()),
                     ));
-                    return (execution, 0);
+                    return WorkerRun {
+                        execution,
+                        no_worker: true,
+                    };
                 }
             }
         }
         let Some(worker) = guard.worker.as_mut() else {
-            return (execution, 0);
+            return WorkerRun::ran(execution);
         };
         let sdk = tools.sdk();
         let catalog = self.catalog_for(&sdk);
@@ -428,7 +466,8 @@ impl WorkerEngine {
             }
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        (execution, side_effects)
+        execution.side_effects = side_effects;
+        WorkerRun::ran(execution)
     }
 
     /// The error of a run whose worker ended under it.
@@ -491,6 +530,31 @@ impl WorkerEngine {
             return;
         }
         execution.result = result.result.filter(|v| !v.is_null());
+    }
+}
+
+/// The worker kept started for the next new session.
+enum Spare {
+    Empty,
+    Ready(Worker),
+    /// Why the last attempt failed (for a run that waited for it).
+    Failed(String),
+}
+
+/// A run of the worker engine.
+pub struct WorkerRun {
+    pub execution: Execution,
+    /// No worker could be started (no Docker engine, say): nothing ran, and
+    /// the session has no CPython state left.
+    pub no_worker: bool,
+}
+
+impl WorkerRun {
+    fn ran(execution: Execution) -> Self {
+        Self {
+            execution,
+            no_worker: false,
+        }
     }
 }
 
@@ -567,7 +631,7 @@ impl Engine for CpythonOnly {
             self.0
                 .run_arc(session, request, tools, control, None)
                 .await
-                .0
+                .execution
         })
     }
 

@@ -7,6 +7,8 @@ use std::process::Stdio;
 use futures::future::BoxFuture;
 use tokio::process::{Child, Command};
 
+use super::WorkerError;
+
 /// Starts workers that dial the control channel.
 pub(super) trait Spawner: Send + Sync + 'static {
     /// The engine name results carry (`cpython-host`, `cpython-docker`).
@@ -20,7 +22,7 @@ pub(super) trait Spawner: Send + Sync + 'static {
         &'a self,
         url: &'a str,
         token: &'a str,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, String>>;
+    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>>;
 
     /// Stops every worker still running (gateway exit).
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -73,7 +75,7 @@ impl Spawner for HostSpawner {
         &'a self,
         url: &'a str,
         token: &'a str,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, String>> {
+    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
         Box::pin(async move {
             let mut command = Command::new(&self.python);
             command
@@ -93,7 +95,7 @@ impl Spawner for HostSpawner {
             crate::upstream::die_with_parent(&mut command);
             let child = command
                 .spawn()
-                .map_err(|e| format!("{}: {e}", self.python.display()))?;
+                .map_err(|e| WorkerError::Start(format!("{}: {e}", self.python.display())))?;
             Ok(Box::new(HostProcess(child)) as Box<dyn Launched>)
         })
     }
