@@ -625,23 +625,46 @@ async fn a_stopped_engine_gives_a_clear_error_and_runs_recover_when_it_is_back()
     assert_eq!(ran.result(), 2, "{}", ran.text);
     assert_eq!(ran.structured["engine"], "cpython-docker");
 
+    // A run in flight when the engine stops.
+    let busy = setup.stdio(DOCKER_ONLY).await;
+    assert_eq!(exec_bounded(&busy, "1").await.result(), 1);
+    let sleeper =
+        busy.exec_args(json!({"code": "import time\ntime.sleep(20)", "timeout_ms": 25000}));
+
     // Stop the engine as one stops the dockerd scripts/docker-engine.sh started.
     let mut guard = RestartEngine { armed: true };
-    let stopping = Instant::now();
-    // SAFETY: plain kill(2) on the pid read from dockerd's pid file.
-    assert_eq!(
-        unsafe { libc::kill(dockerd, libc::SIGTERM) },
-        0,
-        "kill dockerd"
-    );
-    while support::process_alive(u64::try_from(dockerd).unwrap_or_default()) {
-        assert!(
-            stopping.elapsed() < Duration::from_secs(30),
-            "dockerd did not stop within 30 s"
+    let stop = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let stopping = Instant::now();
+        // SAFETY: plain kill(2) on the pid read from dockerd's pid file.
+        assert_eq!(
+            unsafe { libc::kill(dockerd, libc::SIGTERM) },
+            0,
+            "kill dockerd"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let stop_took = stopping.elapsed();
+        while support::process_alive(u64::try_from(dockerd).unwrap_or_default()) {
+            assert!(
+                stopping.elapsed() < Duration::from_secs(30),
+                "dockerd did not stop within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        stopping.elapsed()
+    };
+    let run_started = Instant::now();
+    let (in_flight, stop_took) = tokio::join!(tokio::time::timeout(NO_HANG, sleeper), stop);
+    let in_flight_took = run_started.elapsed();
+    let in_flight = in_flight.expect("the run in flight ends");
+    assert!(
+        in_flight.error_message().contains("the Docker engine stopped")
+            && in_flight.error_message().contains("state was lost"),
+        "{}",
+        in_flight.text
+    );
+    assert!(
+        in_flight_took < Duration::from_secs(15),
+        "{in_flight_took:?}"
+    );
     assert!(docker.ping().await.is_err(), "the engine still answers");
 
     // Runs that need a container: a clear error at once, every time.
@@ -697,9 +720,12 @@ async fn a_stopped_engine_gives_a_clear_error_and_runs_recover_when_it_is_back()
     let ran = exec_bounded(&escalating, escalate).await;
     assert_eq!(ran.result(), 2, "{}", ran.text);
     println!(
-        "engine stop: dockerd gone after {} ms; error after {:?} ms; Monty run meanwhile {} ms; \
+        "engine stop: dockerd gone after {} ms; the run in flight ended after {} ms ({}); \
+         error after {:?} ms; Monty run meanwhile {} ms; \
          engine answering again after {} ms; first Docker run after that {} ms",
         stop_took.as_millis(),
+        in_flight_took.as_millis(),
+        in_flight.error_message(),
         to_error.iter().map(Duration::as_millis).collect::<Vec<_>>(),
         monty_took.as_millis(),
         engine_back.as_millis(),

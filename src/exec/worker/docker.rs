@@ -409,18 +409,32 @@ impl Container {
             let options = WaitContainerOptions {
                 condition: "next-exit".into(),
             };
-            let exit = match docker.wait_container(&id, Some(options)).next().await {
+            let mut exit = match docker.wait_container(&id, Some(options)).next().await {
                 Some(Ok(done)) => code_exit(done.status_code),
                 Some(Err(DockerApiError::DockerContainerWaitError { code, .. })) => code_exit(code),
+                Some(Err(e @ DockerApiError::DockerResponseServerError { .. })) => Exit {
+                    description: e.to_string(),
+                    killed: false,
+                    engine_stopped: false,
+                },
+                // The connection to the engine broke: it stopped.
                 Some(Err(e)) => Exit {
                     description: e.to_string(),
                     killed: false,
+                    engine_stopped: true,
                 },
                 None => Exit {
                     description: "the container stopped".into(),
                     killed: false,
+                    engine_stopped: false,
                 },
             };
+            // A stopping engine kills its containers: that SIGKILL is not the
+            // memory limit's.
+            if exit.killed && !answers(&docker).await {
+                exit.killed = false;
+                exit.engine_stopped = true;
+            }
             let _ = tx.send(Some(exit));
         });
         Watched {
@@ -435,7 +449,16 @@ fn code_exit(code: i64) -> Exit {
         description: format!("exit code {code}"),
         // 128 + SIGKILL
         killed: code == 137,
+        engine_stopped: false,
     }
+}
+
+/// Whether the engine still answers, within a second.
+async fn answers(docker: &Docker) -> bool {
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), docker.ping()).await,
+        Ok(Ok(_))
+    )
 }
 
 /// A container and the news of its end.
@@ -464,6 +487,7 @@ fn unknown_exit() -> Exit {
     Exit {
         description: "the container is gone".into(),
         killed: false,
+        engine_stopped: false,
     }
 }
 

@@ -473,6 +473,14 @@ impl WorkerEngine {
     /// The error of a run whose worker ended under it.
     fn worker_gone(&self, exit: Option<Exit>) -> RunError {
         match exit {
+            Some(exit) if exit.engine_stopped => lost(
+                &format!(
+                    "the Docker engine stopped, and the worker container with it ({}); start it again with `sudo scripts/docker-engine.sh`",
+                    exit.description
+                ),
+                ErrorKind::Internal,
+                "RuntimeError",
+            ),
             Some(exit) if exit.killed => {
                 let limit = self
                     .spawner

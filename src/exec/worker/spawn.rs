@@ -51,6 +51,8 @@ pub(super) struct Exit {
     /// Killed by SIGKILL: the kernel's OOM killer (the container's memory
     /// limit) or someone outside.
     pub killed: bool,
+    /// The Docker engine stopped (and took the container with it).
+    pub engine_stopped: bool,
 }
 
 /// Workers as host processes: no sandbox.
@@ -112,10 +114,12 @@ impl Launched for HostProcess {
                     description: status.to_string(),
                     killed: std::os::unix::process::ExitStatusExt::signal(&status)
                         == Some(libc::SIGKILL),
+                    engine_stopped: false,
                 },
                 Err(e) => Exit {
                     description: e.to_string(),
                     killed: false,
+                    engine_stopped: false,
                 },
             }
         })
