@@ -656,7 +656,9 @@ async fn a_stopped_engine_gives_a_clear_error_and_runs_recover_when_it_is_back()
     let in_flight_took = run_started.elapsed();
     let in_flight = in_flight.expect("the run in flight ends");
     assert!(
-        in_flight.error_message().contains("the Docker engine stopped")
+        in_flight
+            .error_message()
+            .contains("the Docker engine stopped")
             && in_flight.error_message().contains("state was lost"),
         "{}",
         in_flight.text
