@@ -30,7 +30,7 @@ if [ $# -eq 0 ]; then
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).
-  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http
+  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http --test upstream_faults
   if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
     CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway
     # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,

@@ -434,10 +434,23 @@ class Worker:
             session = self.session(params["session"])
             with session.lock:
                 result = run(session, params, catalog, f"<snippet {next(self.runs)}>")
+            result = fit_in_a_frame(result)
         except Exception as e:  # a bug of ours, not the snippet's
             self.reply_error(request_id, INTERNAL_ERROR, f"worker failure: {type(e).__name__}: {e}")
             return
         self.reply(request_id, result)
+
+
+def fit_in_a_frame(result):
+    """A value too big for one frame would end the connection (and the worker
+    with it): it becomes a clear error instead."""
+    if result["result"] is None:
+        return result
+    size = len(json_dumps(result["result"], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size + len(result["stdout"].encode("utf-8", "surrogatepass")) + 4096 <= MAX_FRAME_BYTES:
+        return result
+    message = f"the result is {size} bytes as JSON, more than a worker can send (CODEMCP_MAX_RESULT_BYTES is the limit)"
+    return {**result, "result": None, "error": {"type": "ValueError", "message": message, "traceback": ""}}
 
 
 def check_run_params(params):

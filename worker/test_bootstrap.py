@@ -341,6 +341,13 @@ class Contract(unittest.TestCase):
         out = self.run_ok("print('hello', 1)\nimport sys\nprint('oops', file=sys.stderr)\nx = 20\nx + 1", "print")
         self.assertEqual(out, {"stdout": "hello 1\noops\n", "result": 21, "error": None, "truncated": False, "tool_calls": 0})
 
+    def test_a_result_too_big_for_one_frame_is_an_error_and_the_worker_stays(self):
+        out = self.connection.run("'x' * (70 * 1024 * 1024)", session="huge")
+        self.assertIsNone(out["result"])
+        self.assertEqual(out["error"]["type"], "ValueError", out["error"])
+        self.assertIn("CODEMCP_MAX_RESULT_BYTES", out["error"]["message"])
+        self.assertEqual(self.run_ok("40 + 2", "huge")["result"], 42)
+
     def test_result_variable(self):
         self.assertEqual(self.run_ok("result = {'a': (1, 2)}\nfor i in range(3):\n    pass", "resvar")["result"], {"a": [1, 2]})
         # As in Monty: a snippet ending on print() still returns the `result` it set.

@@ -126,9 +126,21 @@ impl ControlServer {
     }
 }
 
+/// Messages up to tungstenite's 64 MiB message cap, in one frame: the worker
+/// (Python `websockets`) never fragments, and a result over the default 16 MiB
+/// frame cap would end the connection and the worker with it.
+fn ws_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    const MAX_MESSAGE: usize = 64 << 20;
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE))
+}
+
 async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting, admission: Admission) {
     let proof = tokio::time::timeout(TOKEN_TIMEOUT, async {
-        let mut ws = tokio_tungstenite::accept_async(stream).await.ok()?;
+        let mut ws = tokio_tungstenite::accept_async_with_config(stream, Some(ws_config()))
+            .await
+            .ok()?;
         let presented = match ws.next().await {
             Some(Ok(Message::Text(text))) => text.to_string(),
             _ => String::new(),
