@@ -69,6 +69,13 @@ impl<T> EndingTransport<T> {
     }
 }
 
+/// Also when the session never got going (its handshake failed).
+impl<T> Drop for EndingTransport<T> {
+    fn drop(&mut self) {
+        self.ended();
+    }
+}
+
 impl<T: Transport<RoleServer>> Transport<RoleServer> for EndingTransport<T> {
     type Error = T::Error;
 

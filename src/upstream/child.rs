@@ -63,15 +63,15 @@ impl Liveness {
 /// The server's stdout: bytes pass through untouched until a line grows past
 /// `max_line` bytes or the stream ends; then the connection is lost and rmcp
 /// reads end-of-file.
-struct WatchedOutput {
-    inner: ChildStdout,
+struct WatchedOutput<R> {
+    inner: R,
     /// Bytes of the current line seen so far.
     line: usize,
     max_line: usize,
     liveness: Arc<Liveness>,
 }
 
-impl AsyncRead for WatchedOutput {
+impl<R: AsyncRead + Unpin> AsyncRead for WatchedOutput<R> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -126,7 +126,7 @@ pub fn human_bytes(bytes: usize) -> String {
 /// A spawned stdio server: the rmcp transport plus the process it talks to.
 pub struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
-    transport: AsyncRwTransport<RoleClient, WatchedOutput, ChildStdin>,
+    transport: AsyncRwTransport<RoleClient, WatchedOutput<ChildStdout>, ChildStdin>,
     liveness: Arc<Liveness>,
 }
 
@@ -210,7 +210,43 @@ impl Drop for ChildTransport {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncReadExt;
+
     use super::*;
+
+    async fn read_all(input: &'static [u8], max_line: usize) -> (Vec<u8>, Arc<Liveness>) {
+        let liveness = Arc::new(Liveness::default());
+        let mut output = WatchedOutput {
+            inner: input,
+            line: 0,
+            max_line,
+            liveness: liveness.clone(),
+        };
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4];
+        loop {
+            match output.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&chunk[..n]),
+            }
+        }
+        (got, liveness)
+    }
+
+    #[tokio::test]
+    async fn lines_within_the_cap_pass_untouched_and_the_end_is_reported() {
+        let (got, liveness) = read_all(b"{\"a\":1}\n{\"b\":22}\n", 8).await;
+        assert_eq!(got, b"{\"a\":1}\n{\"b\":22}\n");
+        assert!(liveness.reason().contains("closed its output"));
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_loses_the_connection_and_stops_the_bytes() {
+        let (got, liveness) = read_all(b"ok\n0123456789abcdef\nnever\n", 10).await;
+        assert!(got.len() < 16, "{:?}", String::from_utf8_lossy(&got));
+        assert!(got.starts_with(b"ok\n"));
+        assert!(liveness.reason().contains("over the 10 bytes limit"));
+    }
 
     #[test]
     fn sizes_read_well() {
