@@ -61,7 +61,11 @@ async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> Option<
 }
 
 /// Sends an `execute_python` call without waiting for its answer.
-async fn start_run(peer: &rmcp::Peer<rmcp::RoleClient>, code: &str) {
+/// Hold the returned handle: its answer never comes, the client leaves first.
+async fn start_run(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    code: &str,
+) -> rmcp::service::RequestHandle<rmcp::RoleClient> {
     let args = json!({"code": code})
         .as_object()
         .cloned()
@@ -69,12 +73,9 @@ async fn start_run(peer: &rmcp::Peer<rmcp::RoleClient>, code: &str) {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new("execute_python").with_arguments(args),
     ));
-    let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
+    peer.send_request_with_option(request, PeerRequestOptions::no_options())
         .await
-        .expect("send tools/call");
-    // The answer never comes: the client leaves first.
-    std::mem::forget(handle);
+        .expect("send tools/call")
 }
 
 /// stdio: the client closes the gateway's stdin while a run is in progress.
@@ -89,14 +90,13 @@ async fn stdio_client_leaves(placement: &str, code: &str) {
         .as_u64()
         .expect("pid");
     let upstream = u32::try_from(upstream).expect("pid");
-    start_run(client.service.peer(), code).await;
+    let _pending = start_run(client.service.peer(), code).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let helpers = children(gateway);
     assert!(
         helpers.iter().any(|(pid, _)| *pid == upstream),
         "{helpers:?}"
     );
-    let left = Instant::now();
     // rmcp's client closes the child's stdin, then waits for it to exit.
     let closing = tokio::spawn(async move { client.service.cancel().await });
     let exited = wait_until(Duration::from_secs(20), || {
@@ -125,7 +125,6 @@ async fn stdio_client_leaves(placement: &str, code: &str) {
             "{placement}: {name} ({pid}) outlived the gateway"
         );
     }
-    let _ = left;
 }
 
 #[tokio::test]
@@ -177,7 +176,7 @@ async fn http_session_deleted_mid_run_stops_the_run_and_frees_its_worker() {
     let baseline = footprint(pid);
     for code in [BUSY_LOOP, LONG_TOOL_CALL] {
         let leaving = support::http_connect(&gateway.url).await;
-        start_run(leaving.peer(), code).await;
+        let _pending = start_run(leaving.peer(), code).await;
         tokio::time::sleep(Duration::from_millis(700)).await;
         let busy = footprint(pid);
         // The other session answers while the run goes on.
