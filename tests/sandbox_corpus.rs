@@ -808,8 +808,9 @@ async fn escape_corpus_holds_in_every_mode() {
     );
 }
 
-/// Gateways inherit a soft limit of 1024 open files, the common default, so a
-/// case can try to use them up.
+/// Gateways inherit a limit of 1024 open files, the common default soft limit, and
+/// as the hard limit too, so that the gateway cannot raise it and a case can try to
+/// use them up.
 fn lower_open_files_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -819,6 +820,7 @@ fn lower_open_files_limit() {
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
             limit.rlim_cur = limit.rlim_cur.min(1024);
+            limit.rlim_max = limit.rlim_cur;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
     }
