@@ -56,12 +56,25 @@ async fn concurrent_calls_from_many_sessions_do_not_cross() {
         for c in 0..10 {
             let code =
                 format!("print('token-{s}-{c}')\nr = everything_get_sum(a={s}, b={c})\n[me, r]");
-            calls.push(async move { (s, c, exec(client, &code).await) });
+            calls.push(async move {
+                let started = std::time::Instant::now();
+                let ran = exec(client, &code).await;
+                (s, c, ran, started.elapsed())
+            });
         }
     }
+    let started = std::time::Instant::now();
     let results = futures::future::join_all(calls).await;
+    let total = started.elapsed();
     assert_eq!(results.len(), 200);
-    for (s, c, ran) in results {
+    let mut latencies: Vec<_> = results.iter().map(|r| r.3).collect();
+    latencies.sort();
+    eprintln!(
+        "load: 200 concurrent calls from 20 sessions in {total:.2?} (per call: median {:.1?}, max {:.1?})",
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
+    for (s, c, ran, _) in results {
         assert!(!ran.is_error, "{}", ran.text);
         assert_eq!(ran.stdout(), format!("token-{s}-{c}\n"));
         assert_eq!(
