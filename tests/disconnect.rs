@@ -110,7 +110,8 @@ async fn stdio_client_leaves(placement: &str, code: &str) {
     eprintln!(
         "stdio ({placement}), client left during {code:?}: gateway exited {exited:?} later; helpers were {helpers:?}"
     );
-    // rmcp would wait 5 s for the run before closing; the run is cancelled instead.
+    // rmcp would wait 5 s for the run before closing (and rmcp's client kills the
+    // gateway after 3 s); the run is cancelled after a 1.5 s drain instead.
     assert!(
         exited < Duration::from_secs(3),
         "{placement}: exit took {exited:?}"
@@ -137,6 +138,104 @@ async fn stdio_client_leaving_during_a_busy_loop_ends_everything() {
 async fn stdio_client_leaving_during_a_tool_call_ends_everything() {
     stdio_client_leaves("inprocess", LONG_TOOL_CALL).await;
     stdio_client_leaves("pool", LONG_TOOL_CALL).await;
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call_line(id: u32, code: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "execute_python", "arguments": {"code": code}}})
+    .to_string()
+}
+
+/// A raw stdio gateway fed `lines` on stdin; stdout and stdin stay piped.
+fn raw_gateway(setup: &Setup, lines: &[String]) -> std::process::Child {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(support::bin())
+        .arg("--config")
+        .arg(setup.config())
+        .env("CODEMCP_MONTY_BIN", support::monty_bin())
+        .env("CODEMCP_FALLBACK", "none")
+        .env("CODEMCP_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn codemcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write a request");
+    }
+    child.stdin = Some(stdin);
+    child
+}
+
+/// `printf '…requests…' | codemcp`: stdin ends right after the requests, but the
+/// script still reads the answers, so the runs finish instead of being cancelled.
+#[tokio::test]
+async fn a_script_piping_its_requests_gets_every_answer() {
+    use std::io::Read as _;
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let mut child = raw_gateway(
+        &setup,
+        &[
+            INITIALIZE.to_owned(),
+            INITIALIZED.to_owned(),
+            call_line(2, "6 * 7"),
+            call_line(3, "import time\ntime.sleep(0.4)\nodd_pid() > 0"),
+        ],
+    );
+    drop(child.stdin.take()); // end of input
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read the answers");
+    let status = child.wait().expect("gateway exits");
+    assert!(status.success(), "{status}");
+    let answers: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let result = |id: u32| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .map(|a| a["result"]["structuredContent"].clone())
+            .unwrap_or_else(|| panic!("no answer {id} in {out}"))
+    };
+    assert_eq!(result(2)["result"], 42, "{out}");
+    assert_eq!(result(3)["result"], true, "{out}");
+}
+
+/// A client killed outright: its end of stdout closes with its end of stdin, and
+/// the gateway stops the run and exits at once, without the drain.
+#[tokio::test]
+async fn a_killed_stdio_client_ends_the_run_at_once() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let mut child = raw_gateway(
+        &setup,
+        &[
+            INITIALIZE.to_owned(),
+            INITIALIZED.to_owned(),
+            call_line(2, BUSY_LOOP),
+        ],
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pid = child.id();
+    drop(child.stdin.take());
+    drop(child.stdout.take());
+    let exited = wait_until(Duration::from_secs(10), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    })
+    .await;
+    eprintln!("stdio client killed during a busy loop: gateway {pid} exited {exited:?} later");
+    assert!(
+        exited.is_some_and(|t| t < Duration::from_millis(1000)),
+        "exit took {exited:?}"
+    );
 }
 
 /// What an HTTP gateway holds when idle.
@@ -207,8 +306,6 @@ async fn http_session_deleted_mid_run_stops_the_run_and_frees_its_worker() {
         true
     );
 }
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
 
 /// A bare Streamable HTTP client, so the test controls the connection itself.
 struct RawSession {

@@ -229,10 +229,18 @@ result = {{
     let pid = client.pid.expect("gateway pid");
     let ids = containers_of(&docker, pid).await;
     assert!(!ids.is_empty());
-    let inspect = docker
-        .inspect_container(&ids[0], None::<InspectContainerOptions>)
-        .await
-        .expect("inspect");
+    // A spare being replaced can vanish between the listing and the inspection.
+    let mut inspected = None;
+    for id in &ids {
+        if let Ok(inspect) = docker
+            .inspect_container(id, None::<InspectContainerOptions>)
+            .await
+        {
+            inspected = Some(inspect);
+            break;
+        }
+    }
+    let inspect = inspected.expect("inspect one of the gateway's containers");
     let host = inspect.host_config.expect("host config");
     assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
     assert_eq!(host.readonly_rootfs, Some(true));

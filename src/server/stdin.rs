@@ -1,27 +1,39 @@
 //! Our stdin as an MCP transport that notices the client leaving.
 //!
-//! When the client closes stdin (or dies), rmcp waits up to 5 s for in-flight
-//! handlers before it ends the session, and does not cancel them first, so a
-//! run would keep going (and keep calling tools) for nobody. End-of-file here
-//! cancels the session's runs at once.
+//! When stdin ends, rmcp waits up to 5 s for in-flight handlers and does not
+//! cancel them, so a run of a client that is gone would keep going (and keep
+//! calling tools) for nobody. But a closed stdin alone is also how a script
+//! that pipes its requests in (`printf … | codemcp`) ends, and it still reads
+//! the answers. So: once stdin ends, the session's runs are cancelled as soon
+//! as nobody reads our stdout any more, and after `DRAIN` at the latest.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
+/// Long enough for the quick runs of a piped script, short enough that a client
+/// shutting down (stdin closed, then SIGTERM after about 2 s in the MCP SDKs) sees
+/// the gateway exit by itself.
+const DRAIN: Duration = Duration::from_millis(1500);
+const CHECK_EVERY: Duration = Duration::from_millis(20);
+
 pub struct WatchedStdin {
     inner: tokio::io::Stdin,
     closed: CancellationToken,
+    ended: bool,
 }
 
 impl WatchedStdin {
-    /// Cancels `closed` when stdin ends or fails.
+    /// Cancels `closed` once stdin has ended (or failed) and stdout's reader
+    /// is gone, or `DRAIN` after stdin ended.
     pub fn new(closed: CancellationToken) -> Self {
         Self {
             inner: tokio::io::stdin(),
             closed,
+            ended: false,
         }
     }
 }
@@ -40,10 +52,33 @@ impl AsyncRead for WatchedStdin {
             Poll::Ready(Err(_)) => true,
             Poll::Pending => false,
         };
-        if ended && !self.closed.is_cancelled() {
-            tracing::info!(target: "codemcp::server", "the client closed stdin; cancelling its runs");
-            self.closed.cancel();
+        if ended && !self.ended {
+            self.ended = true;
+            tokio::spawn(cancel_when_unread(self.closed.clone()));
         }
         polled
     }
+}
+
+async fn cancel_when_unread(closed: CancellationToken) {
+    let started = tokio::time::Instant::now();
+    while !stdout_reader_gone() && started.elapsed() < DRAIN && !closed.is_cancelled() {
+        tokio::time::sleep(CHECK_EVERY).await;
+    }
+    if !closed.is_cancelled() {
+        tracing::info!(target: "codemcp::server", "the client closed stdin; cancelling its runs");
+        closed.cancel();
+    }
+}
+
+/// Whether the other end of stdout (a pipe or socket) has been closed.
+fn stdout_reader_gone() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: polls one valid pollfd we own, without waiting.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }
