@@ -255,12 +255,15 @@ fn footprint(pid: u32) -> Footprint {
     }
 }
 
-#[tokio::test]
-async fn http_session_deleted_mid_run_stops_the_run_and_frees_its_worker() {
+/// A pool-mode HTTP gateway whose runs may take `exec_timeout_ms`, with one other
+/// session that has used an upstream, and its idle footprint.
+async fn pool_gateway_with_a_bystander(
+    exec_timeout_ms: &str,
+) -> (support::HttpGateway, u32, support::HttpClient, Footprint) {
     let gateway = support::start_http(
         json!({"odd": odd(json!({}))}),
         &[
-            ("CODEMCP_EXEC_TIMEOUT_MS", "60000"),
+            ("CODEMCP_EXEC_TIMEOUT_MS", exec_timeout_ms),
             ("CODEMCP_MONTY", "pool"),
         ],
     )
@@ -273,6 +276,12 @@ async fn http_session_deleted_mid_run_stops_the_run_and_frees_its_worker() {
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let baseline = footprint(pid);
+    (gateway, pid, other, baseline)
+}
+
+#[tokio::test]
+async fn http_session_deleted_mid_run_stops_the_run_and_frees_its_worker() {
+    let (gateway, pid, other, baseline) = pool_gateway_with_a_bystander("60000").await;
     for code in [BUSY_LOOP, LONG_TOOL_CALL] {
         let leaving = support::http_connect(&gateway.url).await;
         let _pending = start_run(leaving.peer(), code).await;
@@ -370,22 +379,7 @@ impl RawSession {
 async fn http_connection_dropped_mid_run_leaks_nothing() {
     // The spec says a dropped connection is not a cancellation (the client may
     // resume the stream), so the run ends at its wall-time limit, not before.
-    let gateway = support::start_http(
-        json!({"odd": odd(json!({}))}),
-        &[
-            ("CODEMCP_EXEC_TIMEOUT_MS", "3000"),
-            ("CODEMCP_MONTY", "pool"),
-        ],
-    )
-    .await;
-    let pid = gateway.child.id().expect("gateway pid");
-    let other = support::http_connect(&gateway.url).await;
-    assert_eq!(
-        support::http_exec(&other, "odd_pid() > 0").await.result(),
-        true
-    );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let baseline = footprint(pid);
+    let (gateway, pid, other, baseline) = pool_gateway_with_a_bystander("3000").await;
     let mut first_settled: Option<Footprint> = None;
     for code in [BUSY_LOOP, LONG_TOOL_CALL, BUSY_LOOP] {
         let session = RawSession::open(&gateway.url).await;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::SdkFunction;
 use super::naming::{camel_case, is_bindable_identifier, words};
-use super::shared_types::SharedTypes;
+use super::shared_types::{SharedTypes, unique};
 use super::types::{TypeCtx, py_str};
 
 const SUMMARY_CHARS: usize = 100;
@@ -410,14 +410,7 @@ fn shared_fields(functions: &[SdkFunction], first: &SdkFunction, fields: &Fields
 }
 
 fn unique_class_name(f: &SdkFunction, taken: &mut BTreeSet<String>) -> String {
-    let base = format!("{}Result", camel_case(&f.py_name));
-    let mut name = base.clone();
-    let mut n = 2u32;
-    while !taken.insert(name.clone()) {
-        name = format!("{base}{n}");
-        n += 1;
-    }
-    name
+    unique(format!("{}Result", camel_case(&f.py_name)), taken)
 }
 
 /// A `TypedDict` named `name` with `fields`: class syntax when every field is an

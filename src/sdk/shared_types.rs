@@ -115,7 +115,8 @@ fn approx_tokens(text: &str) -> usize {
     tokens
 }
 
-fn unique(base: String, taken: &mut BTreeSet<String>) -> String {
+/// `base`, or `base2`, `base3`, … when taken; the result is taken from then on.
+pub fn unique(base: String, taken: &mut BTreeSet<String>) -> String {
     let mut name = base.clone();
     let mut n = 2u32;
     while !taken.insert(name.clone()) {

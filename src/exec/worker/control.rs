@@ -192,6 +192,25 @@ fn random_token() -> String {
 mod tests {
     use super::*;
 
+    /// A worker presenting `token` gets linked within 5 s.
+    async fn assert_links<T>(
+        server: &ControlServer,
+        token: String,
+        linked: tokio::sync::oneshot::Receiver<T>,
+    ) {
+        let (mut right, _) = tokio_tungstenite::connect_async(server.url())
+            .await
+            .expect("connect");
+        futures::SinkExt::send(&mut right, Message::text(token))
+            .await
+            .expect("send");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), linked)
+                .await
+                .is_ok()
+        );
+    }
+
     #[tokio::test]
     async fn a_wrong_token_is_closed_and_the_right_one_links() {
         let server = ControlServer::start("127.0.0.1".parse().expect("ip"))
@@ -211,17 +230,7 @@ mod tests {
             matches!(end, None | Some(Ok(Message::Close(_))) | Some(Err(_))),
             "{end:?}"
         );
-        let (mut right, _) = tokio_tungstenite::connect_async(server.url())
-            .await
-            .expect("connect");
-        futures::SinkExt::send(&mut right, Message::text(token))
-            .await
-            .expect("send");
-        assert!(
-            tokio::time::timeout(Duration::from_secs(5), linked)
-                .await
-                .is_ok()
-        );
+        assert_links(&server, token, linked).await;
     }
 
     #[tokio::test]
@@ -247,17 +256,7 @@ mod tests {
         drop(idle);
         tokio::time::sleep(Duration::from_millis(200)).await;
         let (token, linked) = server.expect();
-        let (mut right, _) = tokio_tungstenite::connect_async(server.url())
-            .await
-            .expect("connect");
-        futures::SinkExt::send(&mut right, Message::text(token))
-            .await
-            .expect("send");
-        assert!(
-            tokio::time::timeout(Duration::from_secs(5), linked)
-                .await
-                .is_ok()
-        );
+        assert_links(&server, token, linked).await;
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod spawn;
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,8 @@ pub struct WorkerEngine {
     /// Held while a spare starts, so a run can wait for it.
     spare: Arc<tokio::sync::Mutex<Spare>>,
     spawned: AtomicU32,
+    /// Set by `shutdown`: a spare that fails from then on was stopped by it.
+    stopping: AtomicBool,
     /// The catalog as workers see it, for the SDK it was built from: built
     /// once per catalog change, not once per run.
     catalog: Mutex<Option<(Arc<Sdk>, Arc<Catalog>)>>,
@@ -180,6 +182,7 @@ impl WorkerEngine {
             sessions,
             spare: Arc::new(tokio::sync::Mutex::new(Spare::Empty)),
             spawned: AtomicU32::new(0),
+            stopping: AtomicBool::new(false),
             catalog: Mutex::new(None),
         });
         if prewarm {
@@ -196,6 +199,7 @@ impl WorkerEngine {
     /// Stops every worker (gateway exit) and waits for it: a dropped worker's
     /// container is removed by a task that may never run once the runtime ends.
     pub async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
         self.spawner.shutdown().await;
     }
 
@@ -238,6 +242,10 @@ impl WorkerEngine {
             }
             *spare = match engine.spawn_worker().await {
                 Ok(worker) => Spare::Ready(worker),
+                Err(e) if engine.stopping.load(Ordering::Relaxed) => {
+                    tracing::debug!(target: "codemcp::worker", error = %e, "a spare stopped by the shutdown");
+                    Spare::Failed(e.reason())
+                }
                 Err(e) => {
                     tracing::warn!(target: "codemcp::worker", error = %e, "could not pre-start a CPython worker");
                     Spare::Failed(e.reason())
