@@ -151,6 +151,23 @@ async fn a_line_that_never_ends_is_cut_at_the_size_limit() {
     assert!(!same_process);
 }
 
+/// Output stuck mid-message would hold every later answer behind it: after the
+/// timeout the server is restarted rather than left wedged.
+#[tokio::test]
+async fn output_stuck_mid_message_restarts_the_server_after_the_timeout() {
+    let (_setup, client) = gateway(&[]).await;
+    let (value, error, same_process, took) = fault(&client, "broken_half_message()").await;
+    assert_eq!(value, Value::Null);
+    assert!(
+        error.contains("tool 'half_message'")
+            && error.contains("no answer within 1.5 s")
+            && error.contains("stopped in the middle of a message"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert!(!same_process, "the next call runs in a new process");
+}
+
 #[tokio::test]
 async fn a_50_mib_result_is_a_clear_size_error_and_memory_stays_bounded() {
     let (_setup, client) = gateway(&[]).await;

@@ -8,6 +8,7 @@
 
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -29,6 +30,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 pub struct Liveness {
     lost: CancellationToken,
     reason: Mutex<Option<String>>,
+    /// Bytes of a message the server has begun but not ended with a newline.
+    unfinished: AtomicUsize,
 }
 
 impl Liveness {
@@ -39,6 +42,13 @@ impl Liveness {
             *slot = Some(reason.into());
         }
         self.lost.cancel();
+    }
+
+    /// Bytes of the message in progress: when a call times out with some, the
+    /// server's output is stuck mid-message and every later answer would queue
+    /// behind it.
+    pub fn unfinished_bytes(&self) -> usize {
+        self.unfinished.load(Ordering::Relaxed)
     }
 
     pub fn is_lost(&self) -> bool {
@@ -104,6 +114,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for WatchedOutput<R> {
         if this.line <= this.max_line {
             this.line += rest.len();
         }
+        this.liveness.unfinished.store(this.line, Ordering::Relaxed);
         if this.line > this.max_line {
             this.liveness.lose(format!(
                 "the server sent a message over the {} limit (CODEMCP_MAX_TOOL_RESULT_BYTES)",
@@ -246,6 +257,14 @@ mod tests {
         assert!(got.len() < 16, "{:?}", String::from_utf8_lossy(&got));
         assert!(got.starts_with(b"ok\n"));
         assert!(liveness.reason().contains("over the 10 bytes limit"));
+    }
+
+    #[tokio::test]
+    async fn a_message_without_its_line_end_is_counted() {
+        let (_, liveness) = read_all(b"{\"a\":1}\n{\"jsonrpc\"", 100).await;
+        assert_eq!(liveness.unfinished_bytes(), 10);
+        let (_, liveness) = read_all(b"{\"a\":1}\n", 100).await;
+        assert_eq!(liveness.unfinished_bytes(), 0);
     }
 
     #[test]

@@ -250,11 +250,22 @@ impl Catalog {
             outcome = tokio::time::timeout(timeout, live.peer.call_tool(params)) => match outcome {
                 Ok(Ok(result)) => return Ok(result),
                 Err(_) => {
-                    return Err(UpstreamError::Timeout {
-                        server: server.to_owned(),
-                        tool: tool.to_owned(),
-                        seconds: timeout.as_secs_f64(),
-                    });
+                    let stuck = live.liveness.as_ref().filter(|l| l.unfinished_bytes() > 0);
+                    let Some(liveness) = stuck else {
+                        return Err(UpstreamError::Timeout {
+                            server: server.to_owned(),
+                            tool: tool.to_owned(),
+                            seconds: timeout.as_secs_f64(),
+                        });
+                    };
+                    // Later answers would queue behind the unfinished message.
+                    liveness.lose(format!(
+                        "no answer within {} s (CODEMCP_TOOL_TIMEOUT_MS), and the server's output \
+                         stopped in the middle of a message ({} bytes without a line end)",
+                        timeout.as_secs_f64(),
+                        liveness.unfinished_bytes()
+                    ));
+                    rmcp::ServiceError::TransportClosed
                 }
                 Ok(Err(e)) => e,
             },

@@ -17,6 +17,7 @@ it handshakes properly and then misbehaves per tool:
     close_stdout     closes its stdout and stays alive
     huge(mib)        a text result of `mib` MiB (one JSON line)
     endless_line     writes `mib` MiB without a newline, then never answers
+    half_message     writes the start of an answer without its line end, then never answers
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ TOOLS = [
     ("close_stdout", {}, []),
     ("huge", {"mib": {"type": "integer"}}, ["mib"]),
     ("endless_line", {"mib": {"type": "integer"}}, ["mib"]),
+    ("half_message", {}, []),
 ]
 
 
@@ -99,6 +101,8 @@ def call_tool(msg_id, name: str, args: dict) -> None:
         chunk = b"y" * (1 << 20)
         for _ in range(int(args.get("mib", 1))):
             write(chunk)
+    elif name == "half_message":
+        write(json.dumps({"jsonrpc": "2.0", "id": msg_id})[:-1].encode() + b', "result": {"cont')
     else:
         send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32602, "message": f"unknown tool {name}"}})
 
