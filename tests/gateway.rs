@@ -267,16 +267,7 @@ async fn slow_upstream_calls_time_out_as_tool_errors() {
 
 #[tokio::test]
 async fn streamable_http_upstreams_with_headers() {
-    let port = support::free_port();
-    let mut server = tokio::process::Command::new(support::python2())
-        .arg(support::repo().join("tests/servers/odd_server.py"))
-        .args(["--http", &port.to_string()])
-        .env("ODD_LOG_LEVEL", "WARNING")
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start odd_server over HTTP");
-    support::wait_for_port(port, Duration::from_secs(30)).await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (mut server, url) = support::odd_over_http().await;
     let setup = Setup::new(json!({"remote": {"url": url, "headers": {"X-Test": "{env:HOME}"}}}));
     let client = setup.stdio(&[]).await;
     let ran = client.exec("remote_v2_lookup(key='k')").await;

@@ -265,16 +265,7 @@ impl Rss for support::Client {
 
 #[tokio::test]
 async fn a_50_mib_result_over_http_is_refused_and_the_next_call_works() {
-    let port = support::free_port();
-    let mut server = tokio::process::Command::new(support::python2())
-        .arg(support::repo().join("tests/servers/odd_server.py"))
-        .args(["--http", &port.to_string()])
-        .env("ODD_LOG_LEVEL", "WARNING")
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start odd_server over HTTP");
-    support::wait_for_port(port, Duration::from_secs(30)).await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (mut server, url) = support::odd_over_http().await;
     let setup = Setup::new(json!({"remote": {"url": url}}));
     let client = setup.stdio(&[]).await;
     let started = Instant::now();

@@ -316,6 +316,21 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
 }
 
 /// Whether `pid` is a live (not zombie) process.
+/// `odd_server.py` serving Streamable HTTP on a free loopback port: the process
+/// (killed on drop) and its MCP URL.
+pub async fn odd_over_http() -> (tokio::process::Child, String) {
+    let port = free_port();
+    let server = tokio::process::Command::new(python2())
+        .arg(repo().join("tests/servers/odd_server.py"))
+        .args(["--http", &port.to_string()])
+        .env("ODD_LOG_LEVEL", "WARNING")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start odd_server over HTTP");
+    wait_for_port(port, Duration::from_secs(30)).await;
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 pub fn process_alive(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/status")) {
         Ok(status) => !status.lines().any(|l| {
