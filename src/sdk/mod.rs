@@ -31,6 +31,9 @@ pub struct Sdk {
     /// Sorted by `py_name`.
     functions: Vec<SdkFunction>,
     index: search::Index,
+    /// The last description rendered, with its budget: rmcp asks for the tool
+    /// (description included) on every HTTP request, and the SDK never changes.
+    description: std::sync::OnceLock<(usize, String)>,
 }
 
 /// One upstream tool as a Python function.
@@ -87,7 +90,11 @@ impl Sdk {
             .collect();
         functions.sort_by(|a, b| a.py_name.cmp(&b.py_name));
         let index = search::Index::new(&functions);
-        Sdk { functions, index }
+        Sdk {
+            functions,
+            index,
+            description: std::sync::OnceLock::new(),
+        }
     }
 
     pub fn functions(&self) -> &[SdkFunction] {
@@ -105,7 +112,17 @@ impl Sdk {
     /// The `execute_python` tool description, at most about `budget_chars` characters (the
     /// calling contract is always included, even when it alone exceeds the budget).
     pub fn description(&self, budget_chars: usize) -> String {
-        render::description(&self.functions, budget_chars)
+        let (budget, text) = self.description.get_or_init(|| {
+            (
+                budget_chars,
+                render::description(&self.functions, budget_chars),
+            )
+        });
+        if *budget == budget_chars {
+            text.clone()
+        } else {
+            render::description(&self.functions, budget_chars)
+        }
     }
 
     /// The full type stub (`codemcp://sdk.pyi`); always parses as Python.
