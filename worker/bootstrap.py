@@ -179,7 +179,7 @@ def to_json(value, depth=0):
         return value
     if isinstance(value, int):
         if not -(2**63) <= value < 2**64:
-            raise NotJson("integer too large for JSON")
+            raise NotJson("integer too large for JSON (JSON numbers hold 64 bits): return str() of it")
         return int(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):

@@ -112,9 +112,17 @@ pub fn classify_missing_name(name: &str) -> Option<String> {
         .then(|| format!("the builtin '{name}'"))
 }
 
+/// How Monty words a failure of its own (a case its interpreter does not handle).
+pub const MONTY_INTERNAL: &str = "Internal error in monty: ";
+
 /// Any error from compiling or running a snippet.
 pub fn classify(exc: &MontyException) -> Verdict {
     let msg = exc.message().unwrap_or_default();
+    if let Some(what) = msg.strip_prefix(MONTY_INTERNAL) {
+        return Verdict::Unsupported {
+            reason: internal_gap(what),
+        };
+    }
     match exc.exc_type() {
         ExcType::SyntaxError if msg.contains("too deeply nested") => Verdict::Unsupported {
             reason: "source nested this deeply".into(),
@@ -136,6 +144,17 @@ pub fn classify(exc: &MontyException) -> Verdict {
             ),
         },
         _ => Verdict::Genuine,
+    }
+}
+
+/// The feature behind one of Monty's internal errors, in the agent's terms.
+fn internal_gap(what: &str) -> String {
+    if what.starts_with("exceptions can only be called with zero or one string argument") {
+        "exceptions made from anything but one string (such as ValueError(err) or \
+         ValueError('x', 1)); pass one string, e.g. ValueError(str(err))"
+            .into()
+    } else {
+        format!("this construct ({what})")
     }
 }
 
@@ -241,6 +260,22 @@ mod tests {
             ImportVerdict::Unsupported { .. }
         ));
         assert_eq!(classify_import("pandas"), ImportVerdict::NotFound);
+    }
+
+    #[test]
+    fn monty_internal_errors_are_unsupported_features_not_internal_faults() {
+        let v = classify(&exc(
+            ExcType::RuntimeError,
+            "Internal error in monty: exceptions can only be called with zero or one string argument",
+        ));
+        assert!(
+            matches!(&v, Verdict::Unsupported { reason } if reason.contains("ValueError(str(err))")),
+            "{v:?}"
+        );
+        let v = classify(&exc(ExcType::RuntimeError, "Internal error in monty: something new"));
+        assert!(matches!(&v, Verdict::Unsupported { reason } if reason.contains("something new")));
+        // A user's own RuntimeError stays theirs.
+        assert_eq!(classify(&exc(ExcType::RuntimeError, "Internal error")), Verdict::Genuine);
     }
 
     #[test]

@@ -106,13 +106,17 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
     })
 }
 
+/// The same words as the CPython worker's (worker/bootstrap.py).
+const BIG_INT: &str = "integer too large for JSON (JSON numbers hold 64 bits): return str() of it";
+
 fn big_int(v: &ObjectRef<'_>) -> Result<Value, NotJson> {
     let text = v.to_owned().to_string();
-    // Without arbitrary precision serde_json reads a huge integer as a float.
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .filter(Value::is_number)
-        .ok_or_else(|| NotJson("integer too large for JSON".into()))
+    // Past 64 bits a JSON number is read back as a float on the way out, so
+    // the value would silently change: refuse, as the CPython engine does.
+    if let Ok(u) = text.parse::<u64>() {
+        return Ok(Value::from(u));
+    }
+    Err(NotJson(BIG_INT.into()))
 }
 
 fn pairs_to_object(v: &ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {

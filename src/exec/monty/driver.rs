@@ -75,8 +75,8 @@ pub struct Finished {
     pub truncated: bool,
     pub tool_calls: u32,
     pub side_effects: u32,
-    /// Bytes the session held when a limit fired, before its state was dropped.
-    pub session_bytes: usize,
+    /// Bytes every other in-process session held when a limit fired.
+    pub others_bytes: usize,
 }
 
 type StepResult = Result<ReplProgress, Box<ReplStartError>>;
@@ -101,7 +101,7 @@ struct Driver {
     /// Set when the host aborts the run, so the abort is not misread.
     host_verdict: Option<Verdict>,
     cancelled: bool,
-    session_bytes: usize,
+    others_bytes: usize,
 }
 
 /// Whether snippet code should get tool calls as futures: the interpreter cannot
@@ -133,7 +133,7 @@ pub fn run(job: Job) -> Finished {
         early: HashMap::new(),
         host_verdict: None,
         cancelled: false,
-        session_bytes: 0,
+        others_bytes: 0,
     };
     let (repl, ending) = driver.feed(job.repl, &job.code);
     let (repl, ending) = match (repl, ending) {
@@ -152,7 +152,7 @@ pub fn run(job: Job) -> Finished {
         truncated,
         tool_calls,
         side_effects,
-        session_bytes: driver.session_bytes,
+        others_bytes: driver.others_bytes,
     }
 }
 
@@ -281,7 +281,8 @@ impl Driver {
             return (Some(repl), Ending::Cancelled);
         }
         let verdict = self.host_verdict.take().unwrap_or_else(|| classify(&error));
-        self.session_bytes = self.slot.live_bytes();
+        self.others_bytes =
+            super::memory::total_live_bytes().saturating_sub(self.slot.live_bytes());
         // After a limit Monty makes no promise about heap state: drop the session.
         let keep = !matches!(verdict, Verdict::Limit);
         (

@@ -15,7 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicUsize, Ordering};
 
 use monty_types::{BASELINE_MEMORY, LIVE_MEMORY};
 
@@ -27,9 +27,18 @@ const SLOTS: usize = 1024;
 static SLOT_LIVE: [AtomicIsize; SLOTS] = [const { AtomicIsize::new(0) }; SLOTS];
 static NEXT_SLOT: AtomicU32 = AtomicU32::new(1);
 
+/// Set for a slot whose run was frozen at the hard ceiling (see [`set_hard_ceiling`]).
+static SLOT_AT_CEILING: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+/// Bytes all Monty threads together may hold; `usize::MAX` until the engine sets it.
+static HARD_CEILING: AtomicUsize = AtomicUsize::new(usize::MAX);
+
 thread_local! {
     /// The slot this thread charges right now (0 = outside Monty).
     static CURRENT_SLOT: Cell<u32> = const { Cell::new(0) };
+    /// How deep this thread is inside the system allocator (a freeze must wait).
+    static IN_SYSTEM_ALLOCATOR: Cell<u32> = const { Cell::new(0) };
+    /// A freeze was asked for while this thread could not stop at once.
+    static FREEZE_REQUESTED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The global allocator of the codemcp binary: `System` plus a per-block header.
@@ -99,8 +108,12 @@ unsafe impl GlobalAlloc for CountingAllocator {
         };
         unsafe {
             refund(read_slot(ptr), layout.size());
-            System.dealloc(ptr.sub(header), full);
+            {
+                let _inside = SystemAllocatorCall::enter();
+                System.dealloc(ptr.sub(header), full);
+            }
         }
+        freeze_if_requested();
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -110,17 +123,24 @@ unsafe impl GlobalAlloc for CountingAllocator {
         let Some(new_total) = new_size.checked_add(header) else {
             return null_mut();
         };
+        let slot = current_slot();
+        if slot != 0 {
+            stop_at_ceiling(slot, new_size.saturating_sub(layout.size()));
+        }
         unsafe {
             let old_slot = read_slot(ptr);
-            let raw = System.realloc(ptr.sub(header), full, new_total);
+            let raw = {
+                let _inside = SystemAllocatorCall::enter();
+                System.realloc(ptr.sub(header), full, new_total)
+            };
             if raw.is_null() {
                 return raw;
             }
             let user = raw.add(header);
-            let slot = current_slot();
             refund(old_slot, layout.size());
             charge(slot, new_size);
             write_slot(user, slot);
+            freeze_if_requested();
             user
         }
     }
@@ -131,22 +151,97 @@ impl CountingAllocator {
         let Some((full, header)) = full_layout(layout) else {
             return null_mut();
         };
+        let slot = current_slot();
+        if slot != 0 {
+            stop_at_ceiling(slot, layout.size());
+        }
         unsafe {
-            let raw = if zeroed {
-                System.alloc_zeroed(full)
-            } else {
-                System.alloc(full)
+            let raw = {
+                let _inside = SystemAllocatorCall::enter();
+                if zeroed {
+                    System.alloc_zeroed(full)
+                } else {
+                    System.alloc(full)
+                }
             };
             if raw.is_null() {
                 return raw;
             }
             let user = raw.add(header);
-            let slot = current_slot();
             write_slot(user, slot);
             charge(slot, layout.size());
+            freeze_if_requested();
             user
         }
     }
+}
+
+/// Marks a call into the system allocator, where a thread may hold malloc's
+/// locks and must not freeze.
+struct SystemAllocatorCall;
+
+impl SystemAllocatorCall {
+    fn enter() -> Self {
+        let _ = IN_SYSTEM_ALLOCATOR.try_with(|d| d.set(d.get() + 1));
+        Self
+    }
+}
+
+impl Drop for SystemAllocatorCall {
+    fn drop(&mut self) {
+        let _ = IN_SYSTEM_ALLOCATOR.try_with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// A Monty thread asked to freeze while it was inside the system allocator
+/// freezes on its way out, its accounting done.
+fn freeze_if_requested() {
+    if current_slot() != 0 && FREEZE_REQUESTED.try_with(Cell::get).unwrap_or(false) {
+        freeze_current_thread();
+    }
+}
+
+/// A Monty allocation of `growth` more bytes would take every in-process run
+/// together past the hard ceiling: Monty's own checks missed it (one builtin
+/// growing a buffer), an allocation cannot fail safely and no exception can be
+/// raised from here, so the thread freezes before allocating. Its supervisor
+/// sees the flag and answers `MemoryError`.
+fn stop_at_ceiling(slot: u32, growth: usize) {
+    let ceiling = HARD_CEILING.load(Ordering::Relaxed);
+    if LIVE_MEMORY.load(Ordering::Relaxed).saturating_add(growth) > ceiling {
+        SLOT_AT_CEILING[slot as usize % SLOTS].store(true, Ordering::SeqCst);
+        freeze_current_thread();
+    }
+}
+
+/// Parks the calling thread for good without using CPU. Only ever called where
+/// the thread holds no lock: inside Monty, outside the system allocator.
+pub fn freeze_current_thread() -> ! {
+    loop {
+        // SAFETY: pause is async-signal-safe and has no preconditions.
+        unsafe {
+            libc::pause();
+        }
+    }
+}
+
+/// Whether a freeze signal may stop this thread right where it is.
+pub fn executing_monty_outside_allocator() -> bool {
+    current_slot() != 0 && IN_SYSTEM_ALLOCATOR.try_with(Cell::get).unwrap_or(1) == 0
+}
+
+/// Asks this thread to freeze at its next allocation inside Monty.
+pub fn request_freeze() {
+    let _ = FREEZE_REQUESTED.try_with(|f| f.set(true));
+}
+
+pub fn cancel_freeze_request() {
+    let _ = FREEZE_REQUESTED.try_with(|f| f.set(false));
+}
+
+/// Sets the bytes all in-process Monty runs together may ever hold.
+pub fn set_hard_ceiling(bytes: usize) {
+    HARD_CEILING.store(bytes, Ordering::Relaxed);
 }
 
 fn current_slot() -> u32 {
@@ -188,7 +283,14 @@ impl SessionSlot {
     /// reused number has long been refunded.
     pub fn allocate() -> Self {
         let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
-        Self(n % (SLOTS as u32 - 1) + 1)
+        let slot = Self(n % (SLOTS as u32 - 1) + 1);
+        SLOT_AT_CEILING[slot.0 as usize].store(false, Ordering::SeqCst);
+        slot
+    }
+
+    /// Whether this slot's run froze at the hard ceiling.
+    pub fn hit_ceiling(self) -> bool {
+        SLOT_AT_CEILING[self.0 as usize % SLOTS].load(Ordering::SeqCst)
     }
 
     /// Bytes currently charged to this slot.

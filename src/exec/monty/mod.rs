@@ -15,6 +15,7 @@ mod host;
 pub mod memory;
 mod output;
 pub mod pool;
+mod runaway;
 pub(crate) mod sessions;
 mod threads;
 
@@ -30,6 +31,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use self::classify::Verdict;
 use self::driver::{Ending, Finished, Job, RunLimits};
 use self::memory::SessionSlot;
+use self::runaway::{Overrun, RunWatch, Runaways};
 use self::sessions::{SessionTable, TableFull};
 use super::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
 
@@ -40,6 +42,16 @@ pub const ENGINE_NAME: &str = "monty";
 const INTERPRETER_STACK: usize = 256 << 20;
 
 static INTERPRETER_THREADS: threads::ThreadCache = threads::ThreadCache::new(INTERPRETER_STACK);
+
+/// How long past its deadline a run may take before the gateway answers without
+/// it: Monty stops itself at the deadline unless it is stuck inside one builtin.
+const ANSWER_GRACE: Duration = Duration::from_millis(250);
+/// Bytes over the memory budget that all in-process runs together may reach
+/// inside one builtin before the allocating thread is frozen (Monty's own
+/// checks stop ordinary growth at the budget).
+pub const HARD_CEILING_MARGIN: usize = 128 << 20;
+/// How often a supervisor looks for a run frozen at the hard ceiling.
+const CEILING_POLL: Duration = Duration::from_millis(20);
 
 /// The knobs of the Monty engine (filled from `config::Settings`).
 #[derive(Debug, Clone)]
@@ -65,14 +77,30 @@ struct Session {
 pub struct MontyEngine {
     limits: MontyLimits,
     sessions: SessionTable<Session>,
+    runaways: Arc<Runaways>,
 }
 
 impl MontyEngine {
     pub fn new(limits: MontyLimits) -> Self {
         memory::enable_accounting();
+        memory::set_hard_ceiling(limits.memory_limit.saturating_add(HARD_CEILING_MARGIN));
+        runaway::install();
         warm_up();
         let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
-        Self { limits, sessions }
+        Self {
+            limits,
+            sessions,
+            runaways: Arc::default(),
+        }
+    }
+
+    /// Why this engine no longer takes runs (too many frozen runaway threads).
+    pub fn retired(&self) -> Option<&str> {
+        self.runaways.retired()
+    }
+
+    pub fn frozen_threads(&self) -> u32 {
+        self.runaways.frozen_threads()
     }
 
     pub fn limits(&self) -> &MontyLimits {
@@ -93,6 +121,10 @@ impl MontyEngine {
         let mut execution = Execution::of(ENGINE_NAME);
         if let Err(error) = check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
+            return execution;
+        }
+        if let Some(reason) = self.retired() {
+            execution.error = Some(retired_error(reason));
             return execution;
         }
         let state = match self.session(session) {
@@ -197,34 +229,40 @@ impl MontyEngine {
             on_tool_call: control.on_tool_call,
         };
         let cancel = job.cancel.clone();
+        let watch = Arc::new(RunWatch::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread_watch = watch.clone();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
+            thread_watch.begin();
             let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
-            let result = match outcome {
-                Ok(mut finished) => {
-                    let session_reset = finished.repl.is_none();
-                    guard.repl = finished.repl.take();
-                    ThreadResult::Finished {
-                        finished: Box::new(finished),
-                        session_reset,
-                    }
-                }
-                Err(panic) => ThreadResult::Panicked(panic_message(&panic)),
-            };
-            // The session unlocks only once its state is back in place, even
-            // when the caller stopped waiting.
-            drop(guard);
-            let _ = tx.send(result);
+            if thread_watch.finish() {
+                let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
+            } else {
+                runaway::leave_abandoned_run(&thread_watch, outcome);
+                threads::retire_current_thread();
+            }
         }));
         if let Err(e) = spawned {
             return ThreadResult::Panicked(format!("could not start an interpreter thread: {e}"));
         }
+        let supervisor = Supervisor {
+            guard,
+            watch,
+            // Monty stops itself at the deadline unless it is inside one builtin.
+            give_up_at: deadline + ANSWER_GRACE,
+            runaways: self.runaways.clone(),
+            budget: self.limits.memory_limit,
+        };
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        // The supervisor keeps the session locked until its state is back in
+        // place (or given up), even when the caller stops waiting.
+        tokio::spawn(async move {
+            let _ = done_tx.send(supervisor.wait(rx).await);
+        });
         tokio::select! {
             biased;
-            result = rx => result
+            result = done_rx => result
                 .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into())),
-            // Monty cannot be interrupted mid-turn: the thread stops at its next
-            // suspension or at the wall-time limit, and the caller need not wait.
             () = cancel.cancelled() => ThreadResult::Cancelled,
         }
     }
@@ -237,6 +275,10 @@ impl MontyEngine {
             } => (finished, session_reset),
             ThreadResult::Cancelled => {
                 execution.error = Some(cancelled());
+                return;
+            }
+            ThreadResult::Abandoned(overrun) => {
+                execution.error = Some(self.overrun_error(overrun));
                 return;
             }
             ThreadResult::Panicked(message) => {
@@ -260,14 +302,14 @@ impl MontyEngine {
             truncated,
             tool_calls,
             side_effects,
-            session_bytes,
+            others_bytes,
             ..
         } = *finished;
         execution.stdout = stdout;
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
         execution.side_effects = side_effects;
-        let limit_hint = |exc: &MontyException| self.limit_hint(exc, session_bytes);
+        let limit_hint = |exc: &MontyException| self.limit_hint(exc, others_bytes);
         record_ending(
             execution,
             ending,
@@ -277,17 +319,45 @@ impl MontyEngine {
         );
     }
 
-    fn limit_hint(&self, exc: &MontyException, slot_bytes: usize) -> String {
+    fn overrun_error(&self, overrun: Overrun) -> RunError {
+        let mut error = match overrun {
+            Overrun::Time => RunError::new(
+                ErrorKind::Limit,
+                "TimeoutError",
+                "run time limit exceeded inside one builtin that cannot be interrupted \
+                 (CODEMCP_EXEC_TIMEOUT_MS or the call's timeout_ms); the run was stopped",
+            ),
+            Overrun::Memory => RunError::new(
+                ErrorKind::Limit,
+                "MemoryError",
+                format!(
+                    "one builtin grew past the in-process hard memory ceiling ({} MiB: the {} MiB budget \
+                     CODEMCP_MONTY_MEM_LIMIT + {} MiB); the run was stopped",
+                    (self.limits.memory_limit + HARD_CEILING_MARGIN) >> 20,
+                    self.limits.memory_limit >> 20,
+                    HARD_CEILING_MARGIN >> 20
+                ),
+            ),
+        }
+        .with_hint(
+            "this session's variables were discarded; the next call starts fresh. Work on less data \
+             at once (smaller inputs to one regex, join, dumps or power)",
+        );
+        error.session_reset = true;
+        error
+    }
+
+    fn limit_hint(&self, exc: &MontyException, others_bytes: usize) -> String {
         let reset = "this session's variables were discarded";
         if exc.exc_type() != ExcType::MemoryError {
             return format!("{reset}; do less work per call (smaller batches, fewer iterations)");
         }
         let budget = self.limits.memory_limit;
-        if slot_bytes < budget / 2 {
+        if others_bytes >= budget / 2 {
             format!(
-                "{reset}. This session held only {} KiB of the {} MiB in-process budget, which all in-process \
-                 sessions share: other sessions used the rest (collateral). Retry shortly.",
-                slot_bytes / 1024,
+                "{reset}. Other sessions held {} MiB of the {} MiB in-process budget, which all in-process \
+                 sessions share (collateral). Retry shortly.",
+                others_bytes >> 20,
                 budget >> 20
             )
         } else {
@@ -337,8 +407,13 @@ fn describe_failure(
     verdict: &Verdict,
     limit_hint: &dyn Fn(&MontyException) -> String,
 ) -> RunError {
-    let exc_type = exc.exc_type().to_string();
-    let message = exc.message().unwrap_or_default().to_owned();
+    let mut exc_type = exc.exc_type().to_string();
+    let mut message = exc.message().unwrap_or_default().to_owned();
+    if let Some(what) = message.strip_prefix(classify::MONTY_INTERNAL) {
+        // Monty's own gap, not a fault of the gateway or the code.
+        message = format!("Monty cannot run this: {what}");
+        exc_type = "NotImplementedError".to_owned();
+    }
     let (kind, hint) = match verdict {
         Verdict::Genuine => (ErrorKind::Python, genuine_hint(exc)),
         Verdict::Suspect { reason } => (
@@ -360,7 +435,75 @@ enum ThreadResult {
     },
     /// The caller cancelled; the thread may still be finishing the run.
     Cancelled,
+    /// The run overran inside one builtin; its thread was frozen.
+    Abandoned(Overrun),
     Panicked(String),
+}
+
+/// Waits for one run's thread on behalf of its session: puts the session's
+/// state back when the run ends, or gives the run up at its deadline (or when
+/// it froze at the memory ceiling), leaving the session fresh and unlocked.
+struct Supervisor {
+    guard: tokio::sync::OwnedMutexGuard<Session>,
+    watch: Arc<RunWatch>,
+    give_up_at: Instant,
+    runaways: Arc<Runaways>,
+    budget: usize,
+}
+
+type ThreadOutcome = Result<Finished, String>;
+
+impl Supervisor {
+    async fn wait(mut self, mut rx: tokio::sync::oneshot::Receiver<ThreadOutcome>) -> ThreadResult {
+        let slot = self.guard.slot;
+        let overrun = tokio::select! {
+            outcome = &mut rx => return self.put_back(outcome.ok()),
+            () = tokio::time::sleep_until(self.give_up_at.into()) => Overrun::Time,
+            () = ceiling_reached(slot) => Overrun::Memory,
+        };
+        if !self.watch.abandon() {
+            // The run ended just now: take its result after all.
+            return self.put_back(rx.await.ok());
+        }
+        self.runaways.record(overrun, slot.live_bytes(), self.budget);
+        // The frozen thread keeps its slot's bytes; the session starts over.
+        self.guard.repl = None;
+        self.guard.slot = SessionSlot::allocate();
+        ThreadResult::Abandoned(overrun)
+    }
+
+    fn put_back(mut self, outcome: Option<ThreadOutcome>) -> ThreadResult {
+        match outcome {
+            Some(Ok(mut finished)) => {
+                let session_reset = finished.repl.is_none();
+                self.guard.repl = finished.repl.take();
+                ThreadResult::Finished {
+                    finished: Box::new(finished),
+                    session_reset,
+                }
+            }
+            Some(Err(message)) => ThreadResult::Panicked(message),
+            None => ThreadResult::Panicked("the interpreter thread vanished".into()),
+        }
+    }
+}
+
+async fn ceiling_reached(slot: SessionSlot) {
+    while !slot.hit_ceiling() {
+        tokio::time::sleep(CEILING_POLL).await;
+    }
+}
+
+fn retired_error(reason: &str) -> RunError {
+    RunError::new(
+        ErrorKind::Limit,
+        "RuntimeError",
+        format!("the in-process engine no longer takes runs: {reason}"),
+    )
+    .with_hint(
+        "the operator must restart the gateway; CODEMCP_MONTY=pool runs each session in its own \
+         worker process, where an overrun only costs that worker",
+    )
 }
 
 fn check_source(code: &str, max_source_bytes: usize) -> Result<(), RunError> {

@@ -445,6 +445,12 @@ impl PoolRun {
                 self.lost = true;
                 return Ending::Cancelled;
             }
+            // The deadline covers the whole run, including suspensions the
+            // gateway answers itself (search_tools, print, sleep): a loop of
+            // them never gives the worker's own clock a chance to fire.
+            if Instant::now() >= self.deadline {
+                return self.stopped(Stop::Deadline);
+            }
             let mut print = self.printer();
             event = match turn {
                 TurnEvent::FunctionCall {

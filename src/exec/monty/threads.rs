@@ -12,6 +12,20 @@ type Task = Box<dyn FnOnce() + Send>;
 /// How long an idle thread waits for its next run before it ends.
 const IDLE: Duration = Duration::from_secs(60);
 
+thread_local! {
+    /// Set by a task whose thread must not be reused (an abandoned run).
+    static RETIRING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Ends the current cache thread once its task returns instead of reusing it.
+pub fn retire_current_thread() {
+    RETIRING.with(|r| r.set(true));
+}
+
+fn retiring() -> bool {
+    RETIRING.with(std::cell::Cell::get)
+}
+
 pub struct ThreadCache {
     stack_size: usize,
     idle: Mutex<Vec<(u64, Sender<Task>)>>,
@@ -54,6 +68,9 @@ impl ThreadCache {
     fn serve(&self, id: u64, tx: Sender<Task>, rx: Receiver<Task>, first: Task) {
         first();
         loop {
+            if retiring() {
+                return;
+            }
             self.idle().push((id, tx.clone()));
             match rx.recv_timeout(IDLE) {
                 Ok(task) => task(),
