@@ -26,7 +26,7 @@ export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
-  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits
+  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits --test runaway
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).

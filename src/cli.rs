@@ -253,7 +253,14 @@ async fn monty_engine(
     default: MontyPlacement,
 ) -> Result<Box<dyn Engine>, String> {
     let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
-        MontyPlacement::InProcess => Box::new(MontyEngine::new(limits(settings))),
+        MontyPlacement::InProcess => {
+            let engine = MontyEngine::new(limits(settings));
+            // Where runs go if runaway runs make the in-process engine retire.
+            Box::new(match find_worker_binary(settings.monty_bin.as_deref()) {
+                Ok(binary) => engine.with_spare_pool(binary, settings.monty_workers),
+                Err(_) => engine,
+            })
+        }
         MontyPlacement::Pool => {
             let binary =
                 find_worker_binary(settings.monty_bin.as_deref()).map_err(|e| e.to_string())?;

@@ -27,6 +27,8 @@ const SLOTS: usize = 1024;
 static SLOT_LIVE: [AtomicIsize; SLOTS] = [const { AtomicIsize::new(0) }; SLOTS];
 static NEXT_SLOT: AtomicU32 = AtomicU32::new(1);
 
+/// Set for a slot whose run was frozen: its bytes stay, so it is never handed out again.
+static SLOT_FROZEN: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 /// Set for a slot whose run was frozen at the hard ceiling (see [`set_hard_ceiling`]).
 static SLOT_AT_CEILING: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 /// Bytes all Monty threads together may hold; `usize::MAX` until the engine sets it.
@@ -239,6 +241,23 @@ pub fn cancel_freeze_request() {
     let _ = FREEZE_REQUESTED.try_with(|f| f.set(false));
 }
 
+/// Stops counting a frozen run's bytes against the budget Monty checks (they
+/// can never be freed) while the hard ceiling, which reads the raw total,
+/// still sees them. Returns the bytes written off.
+pub fn write_off(slot: SessionSlot) -> usize {
+    SLOT_FROZEN[slot.0 as usize % SLOTS].store(true, Ordering::SeqCst);
+    let bytes = slot.live_bytes();
+    BASELINE_MEMORY.fetch_add(bytes, Ordering::SeqCst);
+    bytes
+}
+
+/// Undoes part of a write-off: the abandoned run's thread freed `bytes` after all.
+pub fn take_back_write_off(bytes: usize) {
+    let _ = BASELINE_MEMORY.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+        Some(v.saturating_sub(bytes))
+    });
+}
+
 /// Sets the bytes all in-process Monty runs together may ever hold.
 pub fn set_hard_ceiling(bytes: usize) {
     HARD_CEILING.store(bytes, Ordering::Relaxed);
@@ -282,10 +301,22 @@ impl SessionSlot {
     /// Hands out slots round-robin; with far more slots than live sessions a
     /// reused number has long been refunded.
     pub fn allocate() -> Self {
-        let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
-        let slot = Self(n % (SLOTS as u32 - 1) + 1);
+        let mut slot = Self::next();
+        // Frozen slots keep their bytes for good; the engine retires long
+        // before they could fill the table.
+        for _ in 0..SLOTS {
+            if !SLOT_FROZEN[slot.0 as usize].load(Ordering::SeqCst) {
+                break;
+            }
+            slot = Self::next();
+        }
         SLOT_AT_CEILING[slot.0 as usize].store(false, Ordering::SeqCst);
         slot
+    }
+
+    fn next() -> Self {
+        let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+        Self(n % (SLOTS as u32 - 1) + 1)
     }
 
     /// Whether this slot's run froze at the hard ceiling.

@@ -78,6 +78,15 @@ pub struct MontyEngine {
     limits: MontyLimits,
     sessions: SessionTable<Session>,
     runaways: Arc<Runaways>,
+    spare: Option<Spare>,
+}
+
+/// Where runs go once the in-process engine retires (see `runaway.rs`): a
+/// Monty worker pool, started on first need.
+struct Spare {
+    binary: std::path::PathBuf,
+    workers: usize,
+    pool: tokio::sync::OnceCell<Option<pool::PoolEngine>>,
 }
 
 impl MontyEngine {
@@ -91,7 +100,38 @@ impl MontyEngine {
             limits,
             sessions,
             runaways: Arc::default(),
+            spare: None,
         }
+    }
+
+    /// Lets runs move to a Monty worker pool (the `monty` binary at `binary`)
+    /// once this engine retires, instead of being refused.
+    pub fn with_spare_pool(mut self, binary: std::path::PathBuf, workers: usize) -> Self {
+        self.spare = Some(Spare {
+            binary,
+            workers,
+            pool: tokio::sync::OnceCell::new(),
+        });
+        self
+    }
+
+    async fn spare_pool(&self) -> Option<&pool::PoolEngine> {
+        let spare = self.spare.as_ref()?;
+        let started = spare.pool.get_or_init(|| async {
+            let started =
+                pool::PoolEngine::start(self.limits.clone(), spare.binary.clone(), spare.workers).await;
+            match started {
+                Ok(pool) => {
+                    tracing::warn!(target: "codemcp::exec", "in-process runs now go to Monty worker processes");
+                    Some(pool)
+                }
+                Err(e) => {
+                    tracing::error!(target: "codemcp::exec", error = %e, "the spare Monty worker pool did not start");
+                    None
+                }
+            }
+        });
+        started.await.as_ref()
     }
 
     /// Why this engine no longer takes runs (too many frozen runaway threads).
@@ -115,16 +155,22 @@ impl MontyEngine {
         host: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
+        if let Some(reason) = self.retired() {
+            self.sessions.remove(session);
+            return match self.spare_pool().await {
+                Some(pool) => pool.run(session, request, host, control).await,
+                None => Execution {
+                    error: Some(retired_error(reason)),
+                    ..Execution::of(ENGINE_NAME)
+                },
+            };
+        }
         let started = Instant::now();
         let wall = request.wall_time(self.limits.exec_timeout);
         let deadline = started + wall;
         let mut execution = Execution::of(ENGINE_NAME);
         if let Err(error) = check_source(&request.code, self.limits.max_source_bytes) {
             execution.error = Some(error);
-            return execution;
-        }
-        if let Some(reason) = self.retired() {
-            execution.error = Some(retired_error(reason));
             return execution;
         }
         let state = match self.session(session) {
@@ -158,11 +204,17 @@ impl MontyEngine {
     /// Forgets a session (its MCP session ended).
     pub fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);
+        if let Some(pool) = self.spare.as_ref().and_then(|s| s.pool.get()).and_then(Option::as_ref) {
+            pool.end_session(session);
+        }
     }
 
     /// Drops sessions idle for longer than the configured time.
     pub fn expire_idle(&self) {
         self.sessions.expire_idle();
+        if let Some(pool) = self.spare.as_ref().and_then(|s| s.pool.get()).and_then(Option::as_ref) {
+            pool.expire_idle();
+        }
     }
 
     pub fn session_count(&self) -> usize {
@@ -212,6 +264,7 @@ impl MontyEngine {
         control: RunControl,
     ) -> ThreadResult {
         let repl = guard.repl.take().unwrap_or_else(|| self.new_repl());
+        let slot = guard.slot;
         let job = Job {
             repl,
             code,
@@ -238,7 +291,7 @@ impl MontyEngine {
             if thread_watch.finish() {
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
             } else {
-                runaway::leave_abandoned_run(&thread_watch, outcome);
+                runaway::leave_abandoned_run(&thread_watch, slot, outcome);
                 threads::retire_current_thread();
             }
         }));
@@ -461,7 +514,7 @@ impl Supervisor {
             () = tokio::time::sleep_until(self.give_up_at.into()) => Overrun::Time,
             () = ceiling_reached(slot) => Overrun::Memory,
         };
-        if !self.watch.abandon() {
+        if !self.watch.abandon(slot) {
             // The run ended just now: take its result after all.
             return self.put_back(rx.await.ok());
         }
@@ -501,8 +554,9 @@ fn retired_error(reason: &str) -> RunError {
         format!("the in-process engine no longer takes runs: {reason}"),
     )
     .with_hint(
-        "the operator must restart the gateway; CODEMCP_MONTY=pool runs each session in its own \
-         worker process, where an overrun only costs that worker",
+        "the operator must restart the gateway, or install the Monty worker binary so runs move to \
+         worker processes (CODEMCP_MONTY_BIN); CODEMCP_MONTY=pool runs every session in its own worker \
+         process, where an overrun only costs that worker",
     )
 }
 

@@ -44,6 +44,10 @@ pub const INSTALL_HINT: &str = "python3 -m venv ~/.local/share/codemcp/monty-run
 
 /// Extra time the parent allows past the sandbox's own limits before killing a worker.
 const BACKSTOP: Duration = Duration::from_secs(5);
+/// How long past the deadline a worker's turn may take before the worker is
+/// killed: its own clock stops ordinary code at the deadline, but not a run
+/// stuck inside one builtin.
+const TURN_GRACE: Duration = Duration::from_millis(250);
 /// Workers are recycled after this many sessions, bounding any slow leak.
 const CHECKOUTS_PER_WORKER: u32 = 50;
 /// How long a new session waits for a free worker before "busy".
@@ -418,7 +422,7 @@ impl PoolRun {
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         tokio::select! {
             result = fut => result,
-            () = tokio::time::sleep(remaining + Duration::from_millis(500)) => {
+            () = tokio::time::sleep(remaining + TURN_GRACE) => {
                 self.lost = true;
                 Err(PoolError::Timeout { timeout: remaining })
             }

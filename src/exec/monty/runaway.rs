@@ -60,6 +60,8 @@ extern "C" fn on_freeze_signal(_: libc::c_int) {
 pub struct RunWatch {
     state: AtomicU8,
     thread: AtomicU64,
+    /// Bytes written off when the run was abandoned.
+    written_off: AtomicUsize,
 }
 
 impl Default for RunWatch {
@@ -67,6 +69,7 @@ impl Default for RunWatch {
         Self {
             state: AtomicU8::new(RUNNING),
             thread: AtomicU64::new(0),
+            written_off: AtomicUsize::new(0),
         }
     }
 }
@@ -89,8 +92,9 @@ impl RunWatch {
     }
 
     /// Called by the supervisor at the deadline: `true` when the thread was
-    /// still inside this run and has now been told to freeze.
-    pub fn abandon(&self) -> bool {
+    /// still inside this run and has now been told to freeze; its slot's bytes
+    /// are then written off (see [`memory::write_off`]).
+    pub fn abandon(&self, slot: memory::SessionSlot) -> bool {
         if self
             .state
             .compare_exchange(RUNNING, ABANDONING, Ordering::SeqCst, Ordering::SeqCst)
@@ -98,6 +102,8 @@ impl RunWatch {
         {
             return false;
         }
+        self.written_off
+            .store(memory::write_off(slot), Ordering::SeqCst);
         let thread = self.thread.load(Ordering::SeqCst) as libc::pthread_t;
         // SAFETY: the thread cannot end before it sees SIGNALLED, so `thread`
         // still names it.
@@ -112,7 +118,7 @@ impl RunWatch {
 /// The interpreter thread came back from a run its supervisor abandoned (it was
 /// outside Monty when the signal came). Waits until the signal has been sent,
 /// blocks it, and drops the run's leftovers, so the thread can end cleanly.
-pub fn leave_abandoned_run<T>(watch: &RunWatch, leftovers: T) {
+pub fn leave_abandoned_run<T>(watch: &RunWatch, slot: memory::SessionSlot, leftovers: T) {
     while watch.state.load(Ordering::SeqCst) != SIGNALLED {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -125,6 +131,8 @@ pub fn leave_abandoned_run<T>(watch: &RunWatch, leftovers: T) {
     }
     memory::cancel_freeze_request();
     drop(leftovers);
+    let written_off = watch.written_off.load(Ordering::SeqCst);
+    memory::take_back_write_off(written_off.saturating_sub(slot.live_bytes()));
 }
 
 /// How many frozen threads the in-process engine tolerates: each keeps the
@@ -149,19 +157,18 @@ pub struct Runaways {
 }
 
 impl Runaways {
-    /// Counts a frozen thread holding `bytes`; retires the engine when frozen
-    /// threads hold too much (a ceiling freeze holds nearly the whole budget).
+    /// Counts a frozen thread holding `bytes`; retires the engine when there are
+    /// too many or they hold more than half the budget (a run frozen at the
+    /// memory ceiling usually does).
     pub fn record(&self, overrun: Overrun, bytes: usize, budget: usize) {
         let frozen = self.frozen.fetch_add(1, Ordering::SeqCst) + 1;
         let held = self.frozen_bytes.fetch_add(bytes, Ordering::SeqCst) + bytes;
         tracing::warn!(target: "codemcp::exec", ?overrun, frozen, held_bytes = held,
             "an in-process run overran inside one Monty builtin; its thread was frozen (no CPU) and its memory stays held");
-        let reason = if overrun == Overrun::Memory {
-            Some("a run reached the hard memory ceiling and its memory cannot be reclaimed".to_owned())
-        } else if frozen >= MAX_FROZEN_THREADS {
+        let reason = if frozen >= MAX_FROZEN_THREADS {
             Some(format!("{frozen} runs overran inside one builtin (the limit is {MAX_FROZEN_THREADS})"))
         } else if held > budget / 2 {
-            Some(format!("frozen runs hold {} MiB of the {} MiB budget", held >> 20, budget >> 20))
+            Some(format!("frozen runs hold {} MiB that cannot be freed ({overrun:?} overrun; the budget is {} MiB)", held >> 20, budget >> 20))
         } else {
             None
         };
@@ -189,7 +196,7 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn the_engine_retires_after_a_ceiling_freeze_or_too_many_frozen_threads() {
+    fn the_engine_retires_after_too_many_frozen_threads_or_bytes() {
         let runaways = Runaways::default();
         runaways.record(Overrun::Time, 1 << 20, 256 << 20);
         runaways.record(Overrun::Time, 1 << 20, 256 << 20);
@@ -197,8 +204,10 @@ mod tests {
         runaways.record(Overrun::Time, 1 << 20, 256 << 20);
         assert!(runaways.retired().is_some_and(|r| r.contains("3 runs")));
         let runaways = Runaways::default();
+        runaways.record(Overrun::Memory, 1 << 20, 256 << 20);
+        assert!(runaways.retired().is_none(), "a small leak is tolerated");
         runaways.record(Overrun::Memory, 300 << 20, 256 << 20);
-        assert!(runaways.retired().is_some_and(|r| r.contains("ceiling")));
+        assert!(runaways.retired().is_some_and(|r| r.contains("cannot be freed")));
     }
 
     #[test]
@@ -206,7 +215,7 @@ mod tests {
         let watch = RunWatch::default();
         watch.begin();
         assert!(watch.finish());
-        assert!(!watch.abandon());
+        assert!(!watch.abandon(memory::SessionSlot::allocate()));
     }
 
     #[test]
@@ -222,12 +231,12 @@ mod tests {
             let _ = go_rx.recv();
             let finished = thread_watch.finish();
             if !finished {
-                leave_abandoned_run(&thread_watch, vec![1u8; 1024]);
+                leave_abandoned_run(&thread_watch, memory::SessionSlot::allocate(), vec![1u8; 1024]);
             }
             finished
         });
         started_rx.recv().expect("thread started");
-        assert!(watch.abandon());
+        assert!(watch.abandon(memory::SessionSlot::allocate()));
         let _ = go_tx.send(());
         assert!(!thread.join().expect("thread ends instead of freezing"));
     }
