@@ -1,4 +1,4 @@
 # Raise SystemExit directly.
-# MONTY: blocked /SystemExit|RuntimeError: Internal error in monty: exceptions can only be called/
+# MONTY: blocked /SystemExit|NotImplementedError: Monty cannot run this: exceptions can only be called/
 # DOCKER: blocked /SystemExit/
 raise SystemExit(0)

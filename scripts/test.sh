@@ -30,9 +30,9 @@ if [ $# -eq 0 ]; then
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).
-  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http --test upstream_faults
+  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http --test upstream_faults --test runaway
   if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
-    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway
+    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway --test runaway
     # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
     # after every other test that uses Docker.
     cargo test --ignore-rust-version --test docker -- --ignored --test-threads=1

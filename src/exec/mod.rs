@@ -191,10 +191,21 @@ pub trait Engine: Send + Sync + 'static {
 
 impl Engine for monty::MontyEngine {
     fn describe(&self) -> String {
-        format!(
-            "monty, in-process: {} MiB memory budget shared by in-process sessions",
-            self.limits().memory_limit >> 20
-        )
+        let mut text = format!(
+            "monty, in-process: {} MiB memory budget shared by in-process sessions, hard ceiling +{} MiB; \
+             runs stuck in one builtin are frozen, after {} the engine retires ({})",
+            self.limits().memory_limit >> 20,
+            monty::HARD_CEILING_MARGIN >> 20,
+            monty::MAX_FROZEN_THREADS,
+            if self.has_spare_pool() { "runs then move to worker processes" } else { "runs are then refused: no monty worker binary" }
+        );
+        if self.frozen_threads() > 0 {
+            text.push_str(&format!("; {} frozen so far", self.frozen_threads()));
+        }
+        if let Some(reason) = self.retired() {
+            text.push_str(&format!("; RETIRED: {reason}"));
+        }
+        text
     }
 
     fn run(

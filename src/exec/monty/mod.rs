@@ -31,6 +31,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use self::classify::Verdict;
 use self::driver::{Ending, Finished, Job, RunLimits};
 use self::memory::SessionSlot;
+pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
 use self::sessions::{SessionTable, TableFull};
 use super::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
@@ -113,6 +114,10 @@ impl MontyEngine {
             pool: tokio::sync::OnceCell::new(),
         });
         self
+    }
+
+    pub fn has_spare_pool(&self) -> bool {
+        self.spare.is_some()
     }
 
     async fn spare_pool(&self) -> Option<&pool::PoolEngine> {
