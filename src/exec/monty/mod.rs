@@ -291,8 +291,11 @@ impl MontyEngine {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread_watch = watch.clone();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
-            thread_watch.begin();
-            let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
+            let outcome = if thread_watch.begin() {
+                catch_unwind(AssertUnwindSafe(|| driver::run(job)))
+            } else {
+                Err(Box::new("the run was given up before it began") as Box<dyn std::any::Any + Send>)
+            };
             if thread_watch.finish() {
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
             } else {

@@ -75,11 +75,13 @@ impl Default for RunWatch {
 }
 
 impl RunWatch {
-    /// Called by the interpreter thread before it runs the snippet.
-    pub fn begin(&self) {
+    /// Called by the interpreter thread before it runs the snippet: `false`
+    /// when the run was given up before the thread got to it.
+    pub fn begin(&self) -> bool {
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() };
         self.thread.store(me as u64, Ordering::SeqCst);
+        self.state.load(Ordering::SeqCst) == RUNNING
     }
 
     /// Called by the interpreter thread after the run. `false` when the
@@ -104,11 +106,14 @@ impl RunWatch {
         }
         self.written_off
             .store(memory::write_off(slot), Ordering::SeqCst);
-        let thread = self.thread.load(Ordering::SeqCst) as libc::pthread_t;
-        // SAFETY: the thread cannot end before it sees SIGNALLED, so `thread`
-        // still names it.
-        unsafe {
-            libc::pthread_kill(thread, freeze_signal());
+        let thread = self.thread.load(Ordering::SeqCst);
+        // 0: the thread has not begun, and will see the state and skip the run.
+        if thread != 0 {
+            // SAFETY: the thread cannot end before it sees SIGNALLED, so
+            // `thread` still names it.
+            unsafe {
+                libc::pthread_kill(thread as libc::pthread_t, freeze_signal());
+            }
         }
         self.state.store(SIGNALLED, Ordering::SeqCst);
         true
@@ -211,9 +216,17 @@ mod tests {
     }
 
     #[test]
+    fn a_run_given_up_before_its_thread_began_is_skipped() {
+        let watch = RunWatch::default();
+        assert!(watch.abandon(memory::SessionSlot::allocate()));
+        assert!(!watch.begin());
+        assert!(!watch.finish());
+    }
+
+    #[test]
     fn a_finished_run_cannot_be_abandoned() {
         let watch = RunWatch::default();
-        watch.begin();
+        assert!(watch.begin());
         assert!(watch.finish());
         assert!(!watch.abandon(memory::SessionSlot::allocate()));
     }
@@ -226,7 +239,7 @@ mod tests {
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
         let thread_watch = watch.clone();
         let thread = std::thread::spawn(move || {
-            thread_watch.begin();
+            assert!(thread_watch.begin());
             let _ = started_tx.send(());
             let _ = go_rx.recv();
             let finished = thread_watch.finish();
