@@ -251,7 +251,8 @@ async fn cancellation_stops_the_run() {
 #[tokio::test]
 async fn monty_internal_errors_come_back_as_named_unsupported_features() {
     let client = Setup::new(json!({})).stdio(&[]).await;
-    let code = "try:\n    int('a')\nexcept ValueError as err:\n    raise RuntimeError(err) from err";
+    let code =
+        "try:\n    int('a')\nexcept ValueError as err:\n    raise RuntimeError(err) from err";
     let ran = client.exec(code).await;
     assert_eq!(ran.error_kind(), "unsupported", "{}", ran.text);
     assert!(!ran.text.contains("Internal error"), "{}", ran.text);
@@ -263,7 +264,10 @@ async fn monty_internal_errors_come_back_as_named_unsupported_features() {
 #[tokio::test]
 async fn integers_past_64_bits_are_refused_never_rounded() {
     let client = Setup::new(json!({})).stdio(&[]).await;
-    assert_eq!(client.exec("2**64 - 1").await.result(), &json!(18446744073709551615u64));
+    assert_eq!(
+        client.exec("2**64 - 1").await.result(),
+        &json!(18446744073709551615u64)
+    );
     assert_eq!(client.exec("-(2**63)").await.result(), &json!(i64::MIN));
     for code in ["1 << 64", "{'a': [10**30]}", "-(2**63) - 1"] {
         let ran = client.exec(code).await;
@@ -272,7 +276,14 @@ async fn integers_past_64_bits_are_refused_never_rounded() {
             "{code}: {}",
             ran.text
         );
-        assert!(ran.result().is_null(), "{code}: no rounded number: {}", ran.text);
+        assert!(
+            ran.result().is_null(),
+            "{code}: no rounded number: {}",
+            ran.text
+        );
     }
-    assert_eq!(client.exec("str(1 << 64)").await.result(), "18446744073709551616");
+    assert_eq!(
+        client.exec("str(1 << 64)").await.result(),
+        "18446744073709551616"
+    );
 }

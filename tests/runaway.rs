@@ -136,10 +136,18 @@ async fn attack(name: &str, code: &str, expected: &[&str]) {
         "{name}: gateway peak RSS {} MiB",
         peak >> 20
     );
-    assert!(burned < 0.5, "{name}: {burned:.2} CPU s burned after the answer");
+    assert!(
+        burned < 0.5,
+        "{name}: {burned:.2} CPU s burned after the answer"
+    );
     let next = Instant::now();
     let after = client.exec("kept = 1\nkept + 1").await;
-    assert_eq!(after.result(), 2, "{name}: the next call works: {}", after.text);
+    assert_eq!(
+        after.result(),
+        2,
+        "{name}: the next call works: {}",
+        after.text
+    );
     assert!(
         next.elapsed() < Duration::from_secs(2),
         "{name}: the next call waited {:?}",
@@ -154,7 +162,12 @@ const EITHER: &[&str] = &["TimeoutError", "MemoryError"];
 
 #[tokio::test]
 async fn a_loop_of_search_tools_calls_stops_at_the_time_limit() {
-    attack("search_tools loop", "while True:\n    search_tools('x')", TIMEOUT).await;
+    attack(
+        "search_tools loop",
+        "while True:\n    search_tools('x')",
+        TIMEOUT,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -282,7 +295,11 @@ async fn without_a_worker_binary_a_retired_engine_refuses_with_the_reason() {
     if placement() != "inprocess" {
         return;
     }
-    let client = gateway(&[("CODEMCP_MONTY_BIN", "/nonexistent/monty"), ("PATH", "/usr/bin:/bin")]).await;
+    let client = gateway(&[
+        ("CODEMCP_MONTY_BIN", "/nonexistent/monty"),
+        ("PATH", "/usr/bin:/bin"),
+    ])
+    .await;
     for _ in 0..3 {
         client
             .exec("import re\nlen(re.sub('', 'x' * 2000, 'a' * 10**6))")

@@ -197,7 +197,11 @@ impl Engine for monty::MontyEngine {
             self.limits().memory_limit >> 20,
             monty::HARD_CEILING_MARGIN >> 20,
             monty::MAX_FROZEN_THREADS,
-            if self.has_spare_pool() { "runs then move to worker processes" } else { "runs are then refused: no monty worker binary" }
+            if self.has_spare_pool() {
+                "runs then move to worker processes"
+            } else {
+                "runs are then refused: no monty worker binary"
+            }
         );
         if self.frozen_threads() > 0 {
             text.push_str(&format!("; {} frozen so far", self.frozen_threads()));

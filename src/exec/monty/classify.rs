@@ -272,10 +272,16 @@ mod tests {
             matches!(&v, Verdict::Unsupported { reason } if reason.contains("ValueError(str(err))")),
             "{v:?}"
         );
-        let v = classify(&exc(ExcType::RuntimeError, "Internal error in monty: something new"));
+        let v = classify(&exc(
+            ExcType::RuntimeError,
+            "Internal error in monty: something new",
+        ));
         assert!(matches!(&v, Verdict::Unsupported { reason } if reason.contains("something new")));
         // A user's own RuntimeError stays theirs.
-        assert_eq!(classify(&exc(ExcType::RuntimeError, "Internal error")), Verdict::Genuine);
+        assert_eq!(
+            classify(&exc(ExcType::RuntimeError, "Internal error")),
+            Verdict::Genuine
+        );
     }
 
     #[test]

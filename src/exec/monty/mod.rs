@@ -209,7 +209,12 @@ impl MontyEngine {
     /// Forgets a session (its MCP session ended).
     pub fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);
-        if let Some(pool) = self.spare.as_ref().and_then(|s| s.pool.get()).and_then(Option::as_ref) {
+        if let Some(pool) = self
+            .spare
+            .as_ref()
+            .and_then(|s| s.pool.get())
+            .and_then(Option::as_ref)
+        {
             pool.end_session(session);
         }
     }
@@ -217,7 +222,12 @@ impl MontyEngine {
     /// Drops sessions idle for longer than the configured time.
     pub fn expire_idle(&self) {
         self.sessions.expire_idle();
-        if let Some(pool) = self.spare.as_ref().and_then(|s| s.pool.get()).and_then(Option::as_ref) {
+        if let Some(pool) = self
+            .spare
+            .as_ref()
+            .and_then(|s| s.pool.get())
+            .and_then(Option::as_ref)
+        {
             pool.expire_idle();
         }
     }
@@ -294,7 +304,8 @@ impl MontyEngine {
             let outcome = if thread_watch.begin() {
                 catch_unwind(AssertUnwindSafe(|| driver::run(job)))
             } else {
-                Err(Box::new("the run was given up before it began") as Box<dyn std::any::Any + Send>)
+                Err(Box::new("the run was given up before it began")
+                    as Box<dyn std::any::Any + Send>)
             };
             if thread_watch.finish() {
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
@@ -526,7 +537,8 @@ impl Supervisor {
             // The run ended just now: take its result after all.
             return self.put_back(rx.await.ok());
         }
-        self.runaways.record(overrun, slot.live_bytes(), self.budget);
+        self.runaways
+            .record(overrun, slot.live_bytes(), self.budget);
         // The frozen thread keeps its slot's bytes; the session starts over.
         self.guard.repl = None;
         self.guard.slot = SessionSlot::allocate();

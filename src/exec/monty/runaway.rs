@@ -171,9 +171,15 @@ impl Runaways {
         tracing::warn!(target: "codemcp::exec", ?overrun, frozen, held_bytes = held,
             "an in-process run overran inside one Monty builtin; its thread was frozen (no CPU) and its memory stays held");
         let reason = if frozen >= MAX_FROZEN_THREADS {
-            Some(format!("{frozen} runs overran inside one builtin (the limit is {MAX_FROZEN_THREADS})"))
+            Some(format!(
+                "{frozen} runs overran inside one builtin (the limit is {MAX_FROZEN_THREADS})"
+            ))
         } else if held > budget / 2 {
-            Some(format!("frozen runs hold {} MiB that cannot be freed ({overrun:?} overrun; the budget is {} MiB)", held >> 20, budget >> 20))
+            Some(format!(
+                "frozen runs hold {} MiB that cannot be freed ({overrun:?} overrun; the budget is {} MiB)",
+                held >> 20,
+                budget >> 20
+            ))
         } else {
             None
         };
@@ -212,7 +218,11 @@ mod tests {
         runaways.record(Overrun::Memory, 1 << 20, 256 << 20);
         assert!(runaways.retired().is_none(), "a small leak is tolerated");
         runaways.record(Overrun::Memory, 300 << 20, 256 << 20);
-        assert!(runaways.retired().is_some_and(|r| r.contains("cannot be freed")));
+        assert!(
+            runaways
+                .retired()
+                .is_some_and(|r| r.contains("cannot be freed"))
+        );
     }
 
     #[test]
@@ -244,7 +254,11 @@ mod tests {
             let _ = go_rx.recv();
             let finished = thread_watch.finish();
             if !finished {
-                leave_abandoned_run(&thread_watch, memory::SessionSlot::allocate(), vec![1u8; 1024]);
+                leave_abandoned_run(
+                    &thread_watch,
+                    memory::SessionSlot::allocate(),
+                    vec![1u8; 1024],
+                );
             }
             finished
         });
