@@ -271,6 +271,17 @@ async fn catastrophic_regex_backtracking_stops_at_the_time_limit() {
     attack("regex backtracking", code, TIMEOUT).await;
 }
 
+/// Three runs stuck inside one builtin: enough frozen threads to retire the
+/// in-process engine.
+async fn three_stuck_runs(client: &Client) -> Vec<support::Ran> {
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let code = "import re\nlen(re.sub('', 'x' * 2000, 'a' * 10**6))";
+        runs.push(client.exec(code).await);
+    }
+    runs
+}
+
 /// In-process only: overrunning threads are frozen, and after a few the engine
 /// hands runs to worker processes (the binary is installed for the tests).
 #[tokio::test]
@@ -279,10 +290,7 @@ async fn after_three_frozen_runs_in_process_runs_move_to_worker_processes() {
         return;
     }
     let client = gateway(&[]).await;
-    for _ in 0..3 {
-        let ran = client
-            .exec("import re\nlen(re.sub('', 'x' * 2000, 'a' * 10**6))")
-            .await;
+    for ran in three_stuck_runs(&client).await {
         assert_eq!(ran.error_kind(), "limit", "{}", ran.text);
     }
     let ran = client.exec("1 + 1").await;
@@ -300,11 +308,7 @@ async fn without_a_worker_binary_a_retired_engine_refuses_with_the_reason() {
         ("PATH", "/usr/bin:/bin"),
     ])
     .await;
-    for _ in 0..3 {
-        client
-            .exec("import re\nlen(re.sub('', 'x' * 2000, 'a' * 10**6))")
-            .await;
-    }
+    three_stuck_runs(&client).await;
     let ran = client.exec("1 + 1").await;
     assert!(
         ran.error_message().contains("no longer takes runs"),

@@ -45,8 +45,9 @@ const INTERPRETER_STACK: usize = 256 << 20;
 static INTERPRETER_THREADS: threads::ThreadCache = threads::ThreadCache::new(INTERPRETER_STACK);
 
 /// How long past its deadline a run may take before the gateway answers without
-/// it: Monty stops itself at the deadline unless it is stuck inside one builtin.
-const ANSWER_GRACE: Duration = Duration::from_millis(250);
+/// it (in-process: freezes its thread; pool: kills its worker). Monty stops
+/// itself at the deadline unless it is stuck inside one builtin.
+const OVERRUN_GRACE: Duration = Duration::from_millis(250);
 /// Bytes over the memory budget that all in-process runs together may reach
 /// inside one builtin before the allocating thread is frozen (Monty's own
 /// checks stop ordinary growth at the budget).
@@ -118,6 +119,11 @@ impl MontyEngine {
 
     pub fn has_spare_pool(&self) -> bool {
         self.spare.is_some()
+    }
+
+    /// The spare pool, if a run has already started it.
+    fn started_spare(&self) -> Option<&pool::PoolEngine> {
+        self.spare.as_ref()?.pool.get()?.as_ref()
     }
 
     async fn spare_pool(&self) -> Option<&pool::PoolEngine> {
@@ -209,12 +215,7 @@ impl MontyEngine {
     /// Forgets a session (its MCP session ended).
     pub fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);
-        if let Some(pool) = self
-            .spare
-            .as_ref()
-            .and_then(|s| s.pool.get())
-            .and_then(Option::as_ref)
-        {
+        if let Some(pool) = self.started_spare() {
             pool.end_session(session);
         }
     }
@@ -222,12 +223,7 @@ impl MontyEngine {
     /// Drops sessions idle for longer than the configured time.
     pub fn expire_idle(&self) {
         self.sessions.expire_idle();
-        if let Some(pool) = self
-            .spare
-            .as_ref()
-            .and_then(|s| s.pool.get())
-            .and_then(Option::as_ref)
-        {
+        if let Some(pool) = self.started_spare() {
             pool.expire_idle();
         }
     }
@@ -321,7 +317,7 @@ impl MontyEngine {
             guard,
             watch,
             // Monty stops itself at the deadline unless it is inside one builtin.
-            give_up_at: deadline + ANSWER_GRACE,
+            give_up_at: deadline + OVERRUN_GRACE,
             runaways: self.runaways.clone(),
             budget: self.limits.memory_limit,
         };

@@ -32,7 +32,7 @@ use super::host::{
 };
 use super::output::OutputCapture;
 use super::sessions::SessionTable;
-use super::{MontyLimits, busy, cancelled, record_ending};
+use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
 use crate::exec::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
 
 pub const ENGINE_NAME: &str = "monty-pool";
@@ -44,10 +44,6 @@ pub const INSTALL_HINT: &str = "python3 -m venv ~/.local/share/codemcp/monty-run
 
 /// Extra time the parent allows past the sandbox's own limits before killing a worker.
 const BACKSTOP: Duration = Duration::from_secs(5);
-/// How long past the deadline a worker's turn may take before the worker is
-/// killed: its own clock stops ordinary code at the deadline, but not a run
-/// stuck inside one builtin.
-const TURN_GRACE: Duration = Duration::from_millis(250);
 /// Workers are recycled after this many sessions, bounding any slow leak.
 const CHECKOUTS_PER_WORKER: u32 = 50;
 /// How long a new session waits for a free worker before "busy".
@@ -422,7 +418,7 @@ impl PoolRun {
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         tokio::select! {
             result = fut => result,
-            () = tokio::time::sleep(remaining + TURN_GRACE) => {
+            () = tokio::time::sleep(remaining + OVERRUN_GRACE) => {
                 self.lost = true;
                 Err(PoolError::Timeout { timeout: remaining })
             }
