@@ -4,19 +4,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::settings::OutputFormat;
 use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
-use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
-use crate::exec::monty::{MontyEngine, MontyLimits};
-use crate::exec::router::Router;
-use crate::exec::worker::docker::{self, DockerConfig};
-use crate::exec::worker::{CpythonOnly, WorkerEngine, WorkerError, WorkerLimits, find_python};
-use crate::exec::{Engine, RunControl, RunRequest, SessionId, ToolHost};
+use crate::exec::monty::pool::find_worker_binary;
+use crate::exec::worker::docker;
+use crate::exec::{self, Executor, RunControl, RunRequest, SessionId, ToolHost, Transport};
 use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::{Catalog, UpstreamLimits};
 
@@ -76,22 +72,26 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let catalog = Catalog::connect(&upstreams, limits).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
-            let (engine, workers) = engine(&settings, MontyPlacement::InProcess).await?;
+            let executor = exec::build(&settings, Transport::Stdio)
+                .await
+                .map_err(|e| e.to_string())?;
             let shared = Shared::new(
                 catalog,
-                engine,
+                executor,
                 settings.description_budget,
                 settings.output,
             );
-            let served = server::serve_stdio(shared).await;
-            shutdown(workers).await;
+            let served = server::serve_stdio(shared.clone()).await;
+            shared.executor.shutdown().await;
             served.map_err(|e| e.to_string())?;
         }
         Command::Serve { http: Some(addr) } => {
-            let (engine, workers) = engine(&settings, MontyPlacement::Pool).await?;
+            let executor = exec::build(&settings, Transport::Http)
+                .await
+                .map_err(|e| e.to_string())?;
             let shared = Shared::new(
                 catalog,
-                engine,
+                executor,
                 settings.description_budget,
                 settings.output,
             );
@@ -106,14 +106,16 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            let served = server::serve_http(shared, addr, access, shutdown).await;
-            self::shutdown(workers).await;
+            let served = server::serve_http(shared.clone(), addr, access, shutdown).await;
+            shared.executor.shutdown().await;
             served.map_err(|e| e.to_string())?;
         }
         Command::Exec { code } => {
-            let (engine, workers) = engine(&settings, MontyPlacement::InProcess).await?;
-            let code = exec_once(catalog, engine.as_ref(), code, settings.output).await;
-            shutdown(workers).await;
+            let executor = exec::build(&settings, Transport::Stdio)
+                .await
+                .map_err(|e| e.to_string())?;
+            let code = exec_once(catalog, &executor, code, settings.output).await;
+            executor.shutdown().await;
             return Ok(code);
         }
         Command::Sdk => {
@@ -127,160 +129,14 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn limits(settings: &Settings) -> MontyLimits {
-    MontyLimits {
-        exec_timeout: settings.exec_timeout,
-        max_output_bytes: settings.max_output_bytes,
-        max_result_bytes: settings.max_result_bytes,
-        max_source_bytes: settings.max_source_bytes,
-        max_tool_calls: settings.max_tool_calls,
-        max_recursion_depth: settings.max_recursion_depth,
-        max_sleep_total: settings.max_sleep_total,
-        memory_limit: settings.monty_mem_limit,
-        session_idle: settings.session_idle,
-        max_sessions: settings.max_sessions,
-    }
-}
-
-/// How long an explicitly chosen Docker engine may take to answer.
-const DOCKER_WAIT: Duration = Duration::from_secs(10);
-/// How long `CODEMCP_FALLBACK=auto` waits for one before going without.
-const DOCKER_AUTO_WAIT: Duration = Duration::from_secs(2);
-
-/// The engine `CODEMCP_ISOLATION` asks for: Monty (in the placement
-/// `CODEMCP_MONTY` asks for, else `default`) with its fallback, or CPython
-/// only; and the CPython workers, to stop at exit.
-async fn engine(
-    settings: &Settings,
-    default: MontyPlacement,
-) -> Result<(Box<dyn Engine>, Option<Arc<WorkerEngine>>), String> {
-    let (engine, workers): (Box<dyn Engine>, _) = match settings.isolation {
-        Isolation::Monty => {
-            let monty = monty_engine(settings, default).await?;
-            let (fallback, hint) = match settings.fallback {
-                Fallback::Host => (Some(host_workers(settings).await?), String::new()),
-                Fallback::Docker => {
-                    let workers = docker_workers(settings, DOCKER_WAIT, true)
-                        .await
-                        .map_err(|e| format!("CODEMCP_FALLBACK=docker: {e}"))?;
-                    (Some(workers), String::new())
-                }
-                Fallback::Auto => match docker_workers(settings, DOCKER_AUTO_WAIT, false).await {
-                    Ok(workers) => (Some(workers), String::new()),
-                    Err(e) => {
-                        tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
-                        (None, format!("No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker: {e}. Or start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox)."))
-                    }
-                },
-                Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=docker (sandboxed) or CODEMCP_FALLBACK=host (trusted agents only: no sandbox) enables one.".to_owned()),
-            };
-            let workers = fallback.clone();
-            let router: Box<dyn Engine> = Box::new(Router::new(monty, fallback, hint));
-            (router, workers)
-        }
-        Isolation::HostSystem => {
-            let workers = host_workers(settings).await?;
-            (Box::new(CpythonOnly(workers.clone())), Some(workers))
-        }
-        Isolation::Docker => {
-            let workers = docker_workers(settings, DOCKER_WAIT, true)
-                .await
-                .map_err(|e| format!("CODEMCP_ISOLATION=DOCKER: {e}"))?;
-            (Box::new(CpythonOnly(workers.clone())), Some(workers))
-        }
-    };
-    let cpython = workers
-        .as_ref()
-        .map_or_else(|| "none".to_owned(), |w| w.describe());
-    tracing::info!(target: "codemcp", engine = %engine.describe(), %cpython, "engine ready");
-    Ok((engine, workers))
-}
-
-/// Stops the CPython workers (their containers) before the gateway exits.
-async fn shutdown(workers: Option<Arc<WorkerEngine>>) {
-    if let Some(workers) = workers {
-        workers.shutdown().await;
-    }
-}
-
-fn worker_limits(settings: &Settings) -> WorkerLimits {
-    WorkerLimits {
-        exec_timeout: settings.exec_timeout,
-        max_output_bytes: settings.max_output_bytes,
-        max_result_bytes: settings.max_result_bytes,
-        max_source_bytes: settings.max_source_bytes,
-        max_tool_calls: settings.max_tool_calls,
-        session_idle: settings.worker_idle,
-        max_sessions: settings.max_sessions,
-    }
-}
-
-async fn host_workers(settings: &Settings) -> Result<Arc<WorkerEngine>, String> {
-    WorkerEngine::start_host(
-        worker_limits(settings),
-        find_python(settings.python.as_deref()),
-    )
-    .await
-    .map_err(|e| e.to_string())
-}
-
-async fn docker_workers(
-    settings: &Settings,
-    within: Duration,
-    prewarm: bool,
-) -> Result<Arc<WorkerEngine>, WorkerError> {
-    WorkerEngine::start_docker(
-        worker_limits(settings),
-        docker_config(settings),
-        within,
-        prewarm,
-    )
-    .await
-}
-
-fn docker_config(settings: &Settings) -> DockerConfig {
-    DockerConfig {
-        image: settings.docker_image.clone(),
-        memory_bytes: settings.docker_memory as u64,
-        pids: settings.docker_pids,
-        nano_cpus: settings.docker_nano_cpus,
-    }
-}
-
-/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else `default`.
-async fn monty_engine(
-    settings: &Settings,
-    default: MontyPlacement,
-) -> Result<Box<dyn Engine>, String> {
-    let engine: Box<dyn Engine> = match settings.monty_placement.unwrap_or(default) {
-        MontyPlacement::InProcess => {
-            let engine = MontyEngine::new(limits(settings));
-            // Where runs go if runaway runs make the in-process engine retire.
-            Box::new(match find_worker_binary(settings.monty_bin.as_deref()) {
-                Ok(binary) => engine.with_spare_pool(binary, settings.monty_workers),
-                Err(_) => engine,
-            })
-        }
-        MontyPlacement::Pool => {
-            let binary =
-                find_worker_binary(settings.monty_bin.as_deref()).map_err(|e| e.to_string())?;
-            let pool = PoolEngine::start(limits(settings), binary, settings.monty_workers)
-                .await
-                .map_err(|e| e.to_string())?;
-            Box::new(pool)
-        }
-    };
-    Ok(engine)
-}
-
 async fn exec_once(
     catalog: Catalog,
-    engine: &dyn Engine,
+    executor: &Executor,
     code: String,
     output: OutputFormat,
 ) -> ExitCode {
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
-    let execution = engine
+    let execution = executor
         .run(
             SessionId::next(),
             RunRequest {

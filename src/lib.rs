@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod exec;
+pub mod process;
 pub mod sdk;
 pub mod secret;
 pub mod server;

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    raise_open_file_limit();
+    codemcp::process::raise_open_file_limit();
     // reqwest (https upstreams) is built without a default TLS provider.
     if rustls::crypto::ring::default_provider()
         .install_default()
@@ -35,30 +35,4 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(codemcp::cli::main())
-}
-
-/// Every HTTP session, upstream, worker and control connection holds descriptors; the
-/// common soft limit of 1,024 is far below the usual hard limit, and raising the soft
-/// limit up to the hard one needs no privilege.
-fn raise_open_file_limit() {
-    const ENOUGH: libc::rlim_t = 1 << 20;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
-    let raised = unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
-            && limit.rlim_cur < limit.rlim_max.min(ENOUGH)
-            && {
-                limit.rlim_cur = limit.rlim_max.min(ENOUGH);
-                libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
-            }
-    };
-    if raised {
-        tracing::debug!(
-            open_files = limit.rlim_cur,
-            "raised the open-files soft limit"
-        );
-    }
 }

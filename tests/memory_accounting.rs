@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use codemcp::exec::monty::memory::{CountingAllocator, total_live_bytes};
 use codemcp::exec::monty::{MontyEngine, MontyLimits};
-use codemcp::exec::{RunControl, RunRequest, SessionId, ToolFailure, ToolHost};
+use codemcp::exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
 use codemcp::sdk::Sdk;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -45,7 +45,6 @@ fn limits(memory_limit: usize) -> MontyLimits {
         exec_timeout: Duration::from_secs(10),
         max_output_bytes: 1 << 20,
         max_result_bytes: 1 << 20,
-        max_source_bytes: 256 << 10,
         max_tool_calls: 100,
         max_recursion_depth: 200,
         max_sleep_total: Duration::from_secs(1),
@@ -55,11 +54,8 @@ fn limits(memory_limit: usize) -> MontyLimits {
     }
 }
 
-fn request(code: &str) -> RunRequest {
-    RunRequest {
-        code: code.to_owned(),
-        timeout: None,
-    }
+fn request(code: &str) -> Run {
+    Run::new(code.to_owned(), Duration::from_secs(10))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use codemcp::exec::RunChecks;
 use codemcp::exec::monty::MontyLimits;
 
 pub fn small() -> MontyLimits {
@@ -10,12 +11,19 @@ pub fn small() -> MontyLimits {
         exec_timeout: Duration::from_millis(200),
         max_output_bytes: 64 << 10,
         max_result_bytes: 64 << 10,
-        max_source_bytes: 64 << 10,
         max_tool_calls: 20,
         max_recursion_depth: 100,
         max_sleep_total: Duration::from_millis(10),
         memory_limit: 64 << 20,
         session_idle: Duration::from_secs(60),
         max_sessions: 4,
+    }
+}
+
+/// The checks made before an engine sees a run, as small as `small()`.
+pub fn checks() -> RunChecks {
+    RunChecks {
+        exec_timeout: Duration::from_millis(200),
+        max_source_bytes: 64 << 10,
     }
 }

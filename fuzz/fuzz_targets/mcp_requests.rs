@@ -5,11 +5,11 @@
 #[path = "limits.rs"]
 mod limits;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use codemcp::config::{OutputFormat, UpstreamConfig};
-use codemcp::exec::RunControl;
+use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
 use codemcp::server::{Gateway, Shared};
@@ -29,7 +29,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20 };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
-            Gateway::new_session(Shared::new(catalog, Box::new(engine), 24_000, OutputFormat::Compact))
+            Gateway::new_session(Shared::new(catalog, Executor::new(Arc::new(engine), limits::checks()), 24_000, OutputFormat::Compact))
         });
         (runtime, gateway)
     })

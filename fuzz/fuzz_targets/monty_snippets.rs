@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use arbitrary::{Arbitrary, Unstructured};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
-use codemcp::exec::{RunControl, RunRequest, SessionId, ToolFailure, ToolHost};
+use codemcp::exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
 use codemcp::sdk::Sdk;
 use codemcp::tooldef::ToolDef;
 use futures::future::BoxFuture;
@@ -154,7 +154,7 @@ fuzz_target!(|data: &[u8]| {
     let code = snippet(data);
     let world = world();
     let session = SessionId(1 + u64::from(code.len() as u8 % 3));
-    let request = RunRequest { code, timeout: None };
+    let request = Run::new(code, limits::small().exec_timeout);
     let engine = world.engine();
     let started = std::time::Instant::now();
     let execution = world.runtime.block_on(engine.run(session, request, world.tools.clone(), RunControl::default()));

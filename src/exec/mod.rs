@@ -4,12 +4,18 @@
 //! Nothing here knows about MCP transports: the server hands in code and gets an
 //! [`Execution`] back; tool calls go out through [`ToolHost`].
 
+mod build;
+mod executor;
 pub mod monty;
 pub mod router;
+pub(crate) mod session_table;
 pub mod worker;
 
+pub use self::build::{ExecError, Transport, build};
+pub use self::executor::{Executor, RunChecks};
+
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -83,6 +89,35 @@ impl RunRequest {
     /// The run's wall-time limit: the caller's own, never more than `max`.
     pub fn wall_time(&self, max: Duration) -> Duration {
         self.timeout.map_or(max, |t| t.min(max))
+    }
+}
+
+/// A run that passed the checks every engine relies on: only [`Executor`]
+/// makes one from a client's [`RunRequest`].
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub code: String,
+    /// The run's wall-time limit…
+    pub wall: Duration,
+    /// …and the instant it ends.
+    pub deadline: Instant,
+}
+
+impl Run {
+    /// A run of `code` with `wall` time from now. Engines trust it: outside
+    /// tests, only [`Executor`] makes one, after its checks.
+    pub fn new(code: String, wall: Duration) -> Self {
+        Self {
+            code,
+            wall,
+            deadline: Instant::now() + wall,
+        }
+    }
+
+    /// The same code with its whole wall time again, from now: a run that
+    /// moves to another engine before any of it ran there.
+    pub fn restarted(self) -> Self {
+        Self::new(self.code, self.wall)
     }
 }
 
@@ -172,14 +207,17 @@ pub struct ToolFailure {
 }
 
 /// Runs snippets for MCP sessions. Every engine keeps the same calling contract
-/// and limits; they differ in where the code runs.
+/// and limits; they differ in where the code runs. Engines get only runs that
+/// passed [`Executor`]'s checks.
 pub trait Engine: Send + Sync + 'static {
+    /// The name results carry in `engine` (`monty`, `cpython`, `cpython-docker`).
+    fn name(&self) -> &'static str;
     /// One line for `codemcp check` and logs.
     fn describe(&self) -> String;
     fn run(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> BoxFuture<'_, Execution>;
@@ -187,78 +225,10 @@ pub trait Engine: Send + Sync + 'static {
     fn end_session(&self, session: SessionId);
     /// Drop sessions that have been idle too long.
     fn expire_idle(&self);
-}
-
-impl Engine for monty::MontyEngine {
-    fn describe(&self) -> String {
-        let mut text = format!(
-            "monty, in-process: {} MiB memory budget shared by in-process sessions, hard ceiling +{} MiB; \
-             runs stuck in one builtin are frozen, after {} the engine retires ({})",
-            self.limits().memory_limit >> 20,
-            monty::HARD_CEILING_MARGIN >> 20,
-            monty::MAX_FROZEN_THREADS,
-            if self.has_spare_pool() {
-                "runs then move to worker processes"
-            } else {
-                "runs are then refused: no monty worker binary"
-            }
-        );
-        if self.frozen_threads() > 0 {
-            text.push_str(&format!("; {} frozen so far", self.frozen_threads()));
-        }
-        if let Some(reason) = self.retired() {
-            text.push_str(&format!("; RETIRED: {reason}"));
-        }
-        text
-    }
-
-    fn run(
-        &self,
-        session: SessionId,
-        request: RunRequest,
-        tools: Arc<dyn ToolHost>,
-        control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(monty::MontyEngine::run(
-            self, session, request, tools, control,
-        ))
-    }
-
-    fn end_session(&self, session: SessionId) {
-        monty::MontyEngine::end_session(self, session);
-    }
-
-    fn expire_idle(&self) {
-        monty::MontyEngine::expire_idle(self);
-    }
-}
-
-impl Engine for monty::pool::PoolEngine {
-    fn describe(&self) -> String {
-        format!(
-            "monty, worker processes ({}): exact per-session limits, crash isolation",
-            self.binary().display()
-        )
-    }
-
-    fn run(
-        &self,
-        session: SessionId,
-        request: RunRequest,
-        tools: Arc<dyn ToolHost>,
-        control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(monty::pool::PoolEngine::run(
-            self, session, request, tools, control,
-        ))
-    }
-
-    fn end_session(&self, session: SessionId) {
-        monty::pool::PoolEngine::end_session(self, session);
-    }
-
-    fn expire_idle(&self) {
-        monty::pool::PoolEngine::expire_idle(self);
+    /// Stops what outlives a run (worker processes, containers) before the
+    /// gateway exits.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 }
 

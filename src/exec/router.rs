@@ -14,10 +14,10 @@ use serde_json::{Map, Value};
 
 use super::monty::classify::{ImportVerdict, classify_import};
 use super::worker::WorkerEngine;
-use super::{Engine, ErrorKind, Execution, RunControl, RunRequest, SessionId, ToolHost};
+use super::{Engine, ErrorKind, Execution, Run, RunControl, SessionId, ToolHost};
 
 pub struct Router {
-    monty: Box<dyn Engine>,
+    monty: Arc<dyn Engine>,
     fallback: Option<Arc<WorkerEngine>>,
     /// Said when there is no fallback: how to enable one.
     no_fallback_hint: String,
@@ -29,7 +29,7 @@ pub struct Router {
 
 impl Router {
     pub fn new(
-        monty: Box<dyn Engine>,
+        monty: Arc<dyn Engine>,
         fallback: Option<Arc<WorkerEngine>>,
         no_fallback_hint: String,
     ) -> Self {
@@ -56,13 +56,10 @@ impl Router {
         if names.is_empty() {
             return None;
         }
-        let request = RunRequest {
-            code: export_snippet(&names),
-            timeout: Some(Duration::from_secs(5)),
-        };
+        let export = Run::new(export_snippet(&names), Duration::from_secs(5));
         let execution = self
             .monty
-            .run(session, request, tools, RunControl::default())
+            .run(session, export, tools, RunControl::default())
             .await;
         match execution.result {
             Some(Value::Object(globals)) if !globals.is_empty() => Some(globals),
@@ -79,44 +76,44 @@ impl Router {
     async fn route(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
         {
-            let run = fallback
-                .run_arc(session, request, tools, control, None)
+            let ran = fallback
+                .run_with_globals(session, run, tools, control, None)
                 .await;
-            if run.no_worker {
+            if ran.no_worker {
                 // Its CPython state went with its worker, and none can start
                 // (the Docker engine stopped, say): back to Monty, afresh, so
                 // snippets Monty can run keep working.
                 self.escalated().remove(&session);
                 self.monty.end_session(session);
             }
-            let mut execution = run.execution;
+            let mut execution = ran.execution;
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
         if let Some(fallback) = &self.fallback
-            && let Some(reason) = unsupported_import(&request.code)
+            && let Some(reason) = unsupported_import(&run.code)
         {
             // Found before running: no tool call can have happened yet.
             return self
-                .escalate(fallback, session, request, tools, control, reason, 0)
+                .escalate(fallback, session, run, tools, control, reason)
                 .await;
         }
         let mut execution = self
             .monty
-            .run(session, request.clone(), tools.clone(), control.clone())
+            .run(session, run.clone(), tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
             self.assigned()
                 .entry(session)
                 .or_default()
-                .extend(assigned_names(&request.code));
+                .extend(assigned_names(&run.code));
         }
         let Some(error) = execution
             .error
@@ -144,43 +141,44 @@ impl Router {
                 execution
             }
             Some(fallback) => {
-                let elapsed = execution.elapsed_ms;
-                self.escalate(fallback, session, request, tools, control, reason, elapsed)
+                self.escalate(fallback, session, run, tools, control, reason)
                     .await
             }
         }
     }
 
-    /// Moves the session to CPython, with its Monty variables, and runs there.
-    #[allow(clippy::too_many_arguments)] // two call sites; a struct would only rename them
+    /// Moves the session to CPython, with its Monty variables, and runs there
+    /// with the whole wall time again (Monty gave up on it).
     async fn escalate(
         &self,
         fallback: &Arc<WorkerEngine>,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         reason: String,
-        monty_ms: u64,
     ) -> Execution {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
         self.escalated().insert(session);
         let globals = self.monty_globals(session, tools.clone()).await;
-        let run = fallback
-            .run_arc(session, request, tools, control, globals)
+        let ran = fallback
+            .run_with_globals(session, run.restarted(), tools, control, globals)
             .await;
-        if run.no_worker {
+        if ran.no_worker {
             // Nothing ran in CPython: the session stays in Monty, state intact.
             self.escalated().remove(&session);
         }
-        let mut escalated = run.execution;
+        let mut escalated = ran.execution;
         escalated.escalated = Some(reason);
-        escalated.elapsed_ms += monty_ms;
         escalated
     }
 }
 
 impl Engine for Router {
+    fn name(&self) -> &'static str {
+        self.monty.name()
+    }
+
     fn describe(&self) -> String {
         match &self.fallback {
             Some(fallback) => format!(
@@ -195,11 +193,11 @@ impl Engine for Router {
     fn run(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> BoxFuture<'_, Execution> {
-        Box::pin(self.route(session, request, tools, control))
+        Box::pin(self.route(session, run, tools, control))
     }
 
     fn end_session(&self, session: SessionId) {
@@ -207,15 +205,24 @@ impl Engine for Router {
         self.assigned().remove(&session);
         self.monty.end_session(session);
         if let Some(fallback) = &self.fallback {
-            fallback.end_session_state(session);
+            fallback.end_session(session);
         }
     }
 
     fn expire_idle(&self) {
         self.monty.expire_idle();
         if let Some(fallback) = &self.fallback {
-            fallback.expire_idle_state();
+            fallback.expire_idle();
         }
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.monty.shutdown().await;
+            if let Some(fallback) = &self.fallback {
+                fallback.shutdown().await;
+            }
+        })
     }
 }
 

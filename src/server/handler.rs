@@ -22,7 +22,7 @@ use super::render::render;
 use super::sessions::HttpSessions;
 use crate::config::settings::OutputFormat;
 use crate::exec::{
-    Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolCallObserver,
+    ErrorKind, Execution, Executor, RunControl, RunError, RunRequest, SessionId, ToolCallObserver,
     ToolHost,
 };
 use crate::upstream::Catalog;
@@ -33,7 +33,7 @@ pub const SDK_URI: &str = "codemcp://sdk.pyi";
 /// State shared by every MCP session of one gateway process.
 pub struct Shared {
     pub catalog: Catalog,
-    pub engine: Box<dyn Engine>,
+    pub executor: Executor,
     pub description_budget: usize,
     /// `CODEMCP_OUTPUT`: the format of a result's text block.
     pub output: OutputFormat,
@@ -45,13 +45,13 @@ pub struct Shared {
 impl Shared {
     pub fn new(
         catalog: Catalog,
-        engine: Box<dyn Engine>,
+        executor: Executor,
         description_budget: usize,
         output: OutputFormat,
     ) -> Arc<Self> {
         let shared = Arc::new(Self {
             catalog,
-            engine,
+            executor,
             description_budget,
             output,
             legacy_peers: Mutex::new(Vec::new()),
@@ -99,7 +99,7 @@ async fn expire_sessions(shared: std::sync::Weak<Shared>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        shared.engine.expire_idle();
+        shared.executor.expire_idle();
     }
 }
 
@@ -114,7 +114,7 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.closing.cancel();
-        self.shared.engine.end_session(self.id);
+        self.shared.executor.end_session(self.id);
     }
 }
 
@@ -182,11 +182,11 @@ impl Gateway {
             Ok(request) => {
                 let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
                 self.shared
-                    .engine
+                    .executor
                     .run(self.session.id, request, host, control)
                     .await
             }
-            Err(error) => input_error(error),
+            Err(error) => self.shared.executor.refused(error),
         };
         tool_result(&execution, self.shared.output)
     }
@@ -212,13 +212,6 @@ fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, R
         },
     };
     Ok(RunRequest { code, timeout })
-}
-
-fn input_error(error: RunError) -> Execution {
-    Execution {
-        error: Some(error),
-        ..Execution::of(crate::exec::monty::ENGINE_NAME)
-    }
 }
 
 fn tool_result(execution: &Execution, output: OutputFormat) -> CallToolResult {

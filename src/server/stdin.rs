@@ -62,23 +62,14 @@ impl AsyncRead for WatchedStdin {
 
 async fn cancel_when_unread(closed: CancellationToken) {
     let started = tokio::time::Instant::now();
-    while !stdout_reader_gone() && started.elapsed() < DRAIN && !closed.is_cancelled() {
+    while !crate::process::stdout_reader_gone()
+        && started.elapsed() < DRAIN
+        && !closed.is_cancelled()
+    {
         tokio::time::sleep(CHECK_EVERY).await;
     }
     if !closed.is_cancelled() {
         tracing::info!(target: "codemcp::server", "the client closed stdin; cancelling its runs");
         closed.cancel();
     }
-}
-
-/// Whether the other end of stdout (a pipe or socket) has been closed.
-fn stdout_reader_gone() -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDOUT_FILENO,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: polls one valid pollfd we own, without waiting.
-    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
-    ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }

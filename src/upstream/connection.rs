@@ -150,7 +150,7 @@ fn spawn_child(
     if let Some(cwd) = child.cwd {
         cmd.current_dir(cwd);
     }
-    die_with_parent(&mut cmd);
+    crate::process::die_with_parent(&mut cmd);
     let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
     // Its own process group, so killing it also kills what it started (npx → node).
     wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
@@ -170,17 +170,6 @@ fn spawn_child(
         });
     }
     Ok((transport, liveness))
-}
-
-/// Upstream children die with the gateway even when it is killed outright.
-pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
-    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
 }
 
 fn http_transport(

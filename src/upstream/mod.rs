@@ -25,7 +25,6 @@ use crate::exec::{ToolFailure, ToolHost};
 use crate::sdk::Sdk;
 use crate::tooldef::ToolDef;
 
-pub(crate) use self::connection::die_with_parent;
 pub use self::result::tool_value;
 
 #[derive(Debug, Clone, thiserror::Error)]

@@ -16,12 +16,13 @@ pub mod memory;
 mod output;
 pub mod pool;
 mod runaway;
-pub(crate) mod sessions;
 mod threads;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
 
 use monty::MontyRepl;
 use monty_types::{CompileOptions, ExcType, MontyException, ResourceLimits, ResourceTracker};
@@ -33,8 +34,8 @@ use self::driver::{Ending, Finished, Job, RunLimits};
 use self::memory::SessionSlot;
 pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
-use self::sessions::{SessionTable, TableFull};
-use super::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
+use super::session_table::{SessionTable, TableFull};
+use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
 
 pub const ENGINE_NAME: &str = "monty";
 
@@ -61,7 +62,6 @@ pub struct MontyLimits {
     pub exec_timeout: Duration,
     pub max_output_bytes: usize,
     pub max_result_bytes: usize,
-    pub max_source_bytes: usize,
     pub max_tool_calls: u32,
     pub max_recursion_depth: usize,
     pub max_sleep_total: Duration,
@@ -158,32 +158,26 @@ impl MontyEngine {
         &self.limits
     }
 
-    /// Runs `request` in `session`'s interpreter state.
+    /// Runs `run` in `session`'s interpreter state.
     pub async fn run(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         host: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
         if let Some(reason) = self.retired() {
             self.sessions.remove(session);
             return match self.spare_pool().await {
-                Some(pool) => pool.run(session, request, host, control).await,
+                Some(pool) => pool.run(session, run, host, control).await,
                 None => Execution {
                     error: Some(retired_error(reason)),
                     ..Execution::of(ENGINE_NAME)
                 },
             };
         }
-        let started = Instant::now();
-        let wall = request.wall_time(self.limits.exec_timeout);
-        let deadline = started + wall;
+        let deadline = run.deadline;
         let mut execution = Execution::of(ENGINE_NAME);
-        if let Err(error) = check_source(&request.code, self.limits.max_source_bytes) {
-            execution.error = Some(error);
-            return execution;
-        }
         let state = match self.session(session) {
             Ok(state) => state,
             Err(error) => {
@@ -205,10 +199,9 @@ impl MontyEngine {
             }
         };
         let finished = self
-            .run_on_thread(guard, request.code, deadline, host, control)
+            .run_on_thread(guard, run.code, deadline, host, control)
             .await;
         self.fill(&mut execution, finished);
-        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution
     }
 
@@ -576,18 +569,6 @@ fn retired_error(reason: &str) -> RunError {
     )
 }
 
-fn check_source(code: &str, max_source_bytes: usize) -> Result<(), RunError> {
-    if code.len() > max_source_bytes {
-        return Err(RunError::new(
-            ErrorKind::Input,
-            "ValueError",
-            format!("code is {} bytes; the limit is {max_source_bytes} bytes (CODEMCP_MAX_SOURCE_BYTES)", code.len()),
-        )
-        .with_hint("send a shorter snippet; keep data in session variables between calls"));
-    }
-    Ok(())
-}
-
 fn busy(full: TableFull) -> RunError {
     RunError::new(
         ErrorKind::Limit,
@@ -687,5 +668,50 @@ fn warm_up() {
         monty_types::PrintWriter::CollectString(&mut out, Some(1024)),
     ) {
         tracing::debug!(target: "codemcp::exec", error = %e.summary(), "Monty warm-up raised");
+    }
+}
+
+impl Engine for MontyEngine {
+    fn name(&self) -> &'static str {
+        ENGINE_NAME
+    }
+
+    fn describe(&self) -> String {
+        let mut text = format!(
+            "monty, in-process: {} MiB memory budget shared by in-process sessions, hard ceiling +{} MiB; \
+             runs stuck in one builtin are frozen, after {MAX_FROZEN_THREADS} the engine retires ({})",
+            self.limits.memory_limit >> 20,
+            HARD_CEILING_MARGIN >> 20,
+            if self.has_spare_pool() {
+                "runs then move to worker processes"
+            } else {
+                "runs are then refused: no monty worker binary"
+            }
+        );
+        if self.frozen_threads() > 0 {
+            text.push_str(&format!("; {} frozen so far", self.frozen_threads()));
+        }
+        if let Some(reason) = self.retired() {
+            text.push_str(&format!("; RETIRED: {reason}"));
+        }
+        text
+    }
+
+    fn run(
+        &self,
+        session: SessionId,
+        run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
+        Box::pin(MontyEngine::run(self, session, run, tools, control))
+    }
+
+    fn end_session(&self, session: SessionId) {
+        MontyEngine::end_session(self, session);
+    }
+
+    fn expire_idle(&self) {
+        MontyEngine::expire_idle(self);
     }
 }

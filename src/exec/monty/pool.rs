@@ -31,9 +31,9 @@ use super::host::{
     CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply,
 };
 use super::output::OutputCapture;
-use super::sessions::SessionTable;
 use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::exec::{ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
+use crate::exec::session_table::SessionTable;
+use crate::exec::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
 
 pub const ENGINE_NAME: &str = "monty-pool";
 
@@ -178,18 +178,12 @@ impl PoolEngine {
     pub async fn run(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
-        let started = Instant::now();
-        let wall = request.wall_time(self.limits.exec_timeout);
-        let deadline = started + wall;
+        let deadline = run.deadline;
         let mut execution = Execution::of(ENGINE_NAME);
-        if let Err(error) = super::check_source(&request.code, self.limits.max_source_bytes) {
-            execution.error = Some(error);
-            return execution;
-        }
         let state = match self
             .sessions
             .get_or_create(session, || PoolSession { checkout: None })
@@ -219,24 +213,24 @@ impl PoolEngine {
         let Some(checkout) = guard.checkout.as_mut() else {
             return execution;
         };
-        let mut run = PoolRun::new(
+        let mut pool_run = PoolRun::new(
             &self.limits,
             tools.sdk(),
             tools,
             control,
             deadline,
-            &request.code,
+            &run.code,
         );
-        let ending = run.drive(checkout, &request.code).await;
-        let lost = run.lost || checkout.worker_id().is_none();
+        let ending = pool_run.drive(checkout, &run.code).await;
+        let lost = pool_run.lost || checkout.worker_id().is_none();
         if lost {
             guard.checkout = None;
         }
-        let (stdout, truncated) = run.take_output();
+        let (stdout, truncated) = pool_run.take_output();
         execution.stdout = stdout;
         execution.truncated = truncated;
-        execution.tool_calls = run.host.tool_calls;
-        execution.side_effects = run.host.side_effects;
+        execution.tool_calls = pool_run.host.tool_calls;
+        execution.side_effects = pool_run.host.side_effects;
         let budget = self.limits.memory_limit;
         let limit_hint = move |exc: &MontyException| limit_hint(exc, budget);
         record_ending(
@@ -246,7 +240,6 @@ impl PoolEngine {
             lost,
             &limit_hint,
         );
-        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution
     }
 
@@ -764,5 +757,36 @@ fn resume_value(reply: ExtFunctionResult) -> ResumeValue {
         ExtFunctionResult::Error(e) => ResumeValue::Error(e),
         ExtFunctionResult::Future(_) => ResumeValue::Future,
         ExtFunctionResult::NotFound(_) => ResumeValue::NotFound,
+    }
+}
+
+impl Engine for PoolEngine {
+    fn name(&self) -> &'static str {
+        ENGINE_NAME
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "monty, worker processes ({}): exact per-session limits, crash isolation",
+            self.binary.display()
+        )
+    }
+
+    fn run(
+        &self,
+        session: SessionId,
+        run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
+        Box::pin(PoolEngine::run(self, session, run, tools, control))
+    }
+
+    fn end_session(&self, session: SessionId) {
+        PoolEngine::end_session(self, session);
+    }
+
+    fn expire_idle(&self) {
+        PoolEngine::expire_idle(self);
     }
 }

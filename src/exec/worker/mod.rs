@@ -17,8 +17,8 @@ mod spawn;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::process::Command;
@@ -28,8 +28,10 @@ use self::docker::{DockerConfig, DockerSpawner};
 use self::link::{LinkError, RunContext, WorkerLink};
 use self::protocol::{Catalog, FunctionInfo, RunParams, RunResult};
 use self::spawn::{Exit, HostSpawner, Launched, Spawner};
-use super::monty::sessions::SessionTable;
-use super::{Engine, ErrorKind, Execution, RunControl, RunError, RunRequest, SessionId, ToolHost};
+use super::session_table::SessionTable;
+use futures::future::BoxFuture;
+
+use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
 use crate::sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
@@ -78,7 +80,6 @@ pub struct WorkerLimits {
     pub exec_timeout: Duration,
     pub max_output_bytes: usize,
     pub max_result_bytes: usize,
-    pub max_source_bytes: usize,
     pub max_tool_calls: u32,
     pub session_idle: Duration,
     pub max_sessions: usize,
@@ -103,6 +104,8 @@ struct WorkerSession {
 }
 
 pub struct WorkerEngine {
+    /// For the task that starts a spare worker; it must not keep the engine alive.
+    me: Weak<Self>,
     limits: WorkerLimits,
     spawner: Box<dyn Spawner>,
     control: Arc<ControlServer>,
@@ -175,7 +178,8 @@ impl WorkerEngine {
         prewarm: bool,
     ) -> Arc<Self> {
         let sessions = SessionTable::new(limits.session_idle, limits.max_sessions);
-        let engine = Arc::new(Self {
+        let engine = Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             limits,
             spawner,
             control,
@@ -189,18 +193,6 @@ impl WorkerEngine {
             engine.refill_spare();
         }
         engine
-    }
-
-    /// Where workers run, in one line.
-    pub fn describe(&self) -> String {
-        self.spawner.describe()
-    }
-
-    /// Stops every worker (gateway exit) and waits for it: a dropped worker's
-    /// container is removed by a task that may never run once the runtime ends.
-    pub async fn shutdown(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
-        self.spawner.shutdown().await;
     }
 
     async fn spawn_worker(&self) -> Result<Worker, WorkerError> {
@@ -230,8 +222,8 @@ impl WorkerEngine {
     }
 
     /// Keeps one started worker ready for the next new session.
-    fn refill_spare(self: &Arc<Self>) {
-        let engine = Arc::downgrade(self);
+    fn refill_spare(&self) {
+        let engine = self.me.clone();
         tokio::spawn(async move {
             let Some(engine) = engine.upgrade() else {
                 return;
@@ -254,7 +246,7 @@ impl WorkerEngine {
         });
     }
 
-    async fn take_worker(self: &Arc<Self>) -> Result<Worker, WorkerError> {
+    async fn take_worker(&self) -> Result<Worker, WorkerError> {
         // A spare under way holds the lock: wait for it rather than start a
         // second container. If it failed while we waited, that is this run's
         // answer too, so an engine that hangs is not waited on twice.
@@ -278,14 +270,6 @@ impl WorkerEngine {
         self.spawn_worker().await
     }
 
-    pub fn end_session_state(&self, session: SessionId) {
-        self.sessions.remove(session);
-    }
-
-    pub fn expire_idle_state(&self) {
-        self.sessions.expire_idle();
-    }
-
     fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<Catalog> {
         let mut cached = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
         match cached.as_ref() {
@@ -303,30 +287,22 @@ impl WorkerEngine {
         self.spawned.load(Ordering::Relaxed)
     }
 
-    pub async fn run_arc(
-        self: &Arc<Self>,
+    /// Runs `run` in `session`'s CPython state, first setting `globals` (the
+    /// variables a session brings along when it escalates from Monty).
+    pub async fn run_with_globals(
+        &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         globals: Option<Map<String, Value>>,
     ) -> WorkerRun {
-        let started = Instant::now();
-        let wall = request.wall_time(self.limits.exec_timeout);
-        let deadline = started + wall;
+        let Run {
+            code,
+            wall,
+            deadline,
+        } = run;
         let mut execution = Execution::of(self.spawner.engine());
-        if request.code.len() > self.limits.max_source_bytes {
-            execution.error = Some(RunError::new(
-                ErrorKind::Input,
-                "ValueError",
-                format!(
-                    "code is {} bytes; the limit is {} bytes (CODEMCP_MAX_SOURCE_BYTES)",
-                    request.code.len(),
-                    self.limits.max_source_bytes
-                ),
-            ));
-            return WorkerRun::ran(execution);
-        }
         let state = match self
             .sessions
             .get_or_create(session, || WorkerSession { worker: None })
@@ -403,7 +379,7 @@ impl WorkerEngine {
         worker.link.begin_run(&name, context.clone());
         let params = RunParams {
             session: name.clone(),
-            code: request.code,
+            code,
             timeout_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
             max_output_bytes: self.limits.max_output_bytes,
             catalog,
@@ -473,7 +449,6 @@ impl WorkerEngine {
                 execution.error = Some(error);
             }
         }
-        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution.side_effects = side_effects;
         WorkerRun::ran(execution)
     }
@@ -627,36 +602,44 @@ fn sha256_hex(data: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-/// The worker engine as a plain [`Engine`] (every run in CPython; no globals
-/// carried over).
-pub struct CpythonOnly(pub Arc<WorkerEngine>);
+impl Engine for WorkerEngine {
+    fn name(&self) -> &'static str {
+        self.spawner.engine()
+    }
 
-impl Engine for CpythonOnly {
     fn describe(&self) -> String {
-        self.0.describe()
+        self.spawner.describe()
     }
 
     fn run(
         &self,
         session: SessionId,
-        request: RunRequest,
+        run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> futures::future::BoxFuture<'_, Execution> {
+    ) -> BoxFuture<'_, Execution> {
         Box::pin(async move {
-            self.0
-                .run_arc(session, request, tools, control, None)
+            self.run_with_globals(session, run, tools, control, None)
                 .await
                 .execution
         })
     }
 
     fn end_session(&self, session: SessionId) {
-        self.0.end_session_state(session);
+        self.sessions.remove(session);
     }
 
     fn expire_idle(&self) {
-        self.0.expire_idle_state();
+        self.sessions.expire_idle();
+    }
+
+    /// Stops every worker and waits for it: a dropped worker's container is
+    /// removed by a task that may never run once the runtime ends.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.stopping.store(true, Ordering::Relaxed);
+            self.spawner.shutdown().await;
+        })
     }
 }
 

@@ -1,0 +1,176 @@
+//! Assembles the engine stack the settings ask for: `CODEMCP_ISOLATION` picks
+//! Monty (with the `CODEMCP_FALLBACK` engine behind it) or CPython only;
+//! `CODEMCP_MONTY` picks Monty's placement, else the transport's default.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Engine;
+use super::executor::{Executor, RunChecks};
+use super::monty::pool::{PoolEngine, find_worker_binary};
+use super::monty::{MontyEngine, MontyLimits};
+use super::router::Router;
+use super::worker::docker::DockerConfig;
+use super::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
+use crate::config::{Fallback, Isolation, MontyPlacement, Settings};
+
+/// How long an explicitly chosen Docker engine may take to answer.
+const DOCKER_WAIT: Duration = Duration::from_secs(10);
+/// How long `CODEMCP_FALLBACK=auto` waits for one before going without.
+const DOCKER_AUTO_WAIT: Duration = Duration::from_secs(2);
+
+/// Where clients reach the gateway; decides Monty's default placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// One client on stdio (also `codemcp exec`): Monty in-process.
+    Stdio,
+    /// Many clients over HTTP: Monty in worker processes.
+    Http,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("CODEMCP_MONTY=pool: {0}")]
+    MontyPool(String),
+    #[error("{setting}: {source}")]
+    Workers {
+        setting: &'static str,
+        source: WorkerError,
+    },
+}
+
+/// The engines `settings` ask for, behind the checks every run goes through.
+///
+/// # Errors
+/// When an engine asked for explicitly cannot start (no worker binary, no
+/// Docker engine or image, no usable Python).
+pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor, ExecError> {
+    let engine: Arc<dyn Engine> = match settings.isolation {
+        Isolation::Monty => {
+            let monty = monty_engine(settings, transport).await?;
+            let (fallback, hint) = fallback(settings).await?;
+            Arc::new(Router::new(monty, fallback, hint))
+        }
+        Isolation::HostSystem => host_workers(settings, "CODEMCP_ISOLATION=HOST_SYSTEM").await?,
+        Isolation::Docker => {
+            docker_workers(settings, DOCKER_WAIT, true)
+                .await
+                .map_err(|source| ExecError::Workers {
+                    setting: "CODEMCP_ISOLATION=DOCKER",
+                    source,
+                })?
+        }
+    };
+    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
+    let checks = RunChecks {
+        exec_timeout: settings.exec_timeout,
+        max_source_bytes: settings.max_source_bytes,
+    };
+    Ok(Executor::new(engine, checks))
+}
+
+/// The CPython engine Monty escalates to, or `None` and what to say instead.
+async fn fallback(settings: &Settings) -> Result<(Option<Arc<WorkerEngine>>, String), ExecError> {
+    Ok(match settings.fallback {
+        Fallback::Host => (Some(host_workers(settings, "CODEMCP_FALLBACK=host").await?), String::new()),
+        Fallback::Docker => {
+            let workers = docker_workers(settings, DOCKER_WAIT, true)
+                .await
+                .map_err(|source| ExecError::Workers {
+                    setting: "CODEMCP_FALLBACK=docker",
+                    source,
+                })?;
+            (Some(workers), String::new())
+        }
+        Fallback::Auto => match docker_workers(settings, DOCKER_AUTO_WAIT, false).await {
+            Ok(workers) => (Some(workers), String::new()),
+            Err(e) => {
+                tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
+                (None, format!("No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker: {e}. Or start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox)."))
+            }
+        },
+        Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=docker (sandboxed) or CODEMCP_FALLBACK=host (trusted agents only: no sandbox) enables one.".to_owned()),
+    })
+}
+
+fn monty_limits(settings: &Settings) -> MontyLimits {
+    MontyLimits {
+        exec_timeout: settings.exec_timeout,
+        max_output_bytes: settings.max_output_bytes,
+        max_result_bytes: settings.max_result_bytes,
+        max_tool_calls: settings.max_tool_calls,
+        max_recursion_depth: settings.max_recursion_depth,
+        max_sleep_total: settings.max_sleep_total,
+        memory_limit: settings.monty_mem_limit,
+        session_idle: settings.session_idle,
+        max_sessions: settings.max_sessions,
+    }
+}
+
+/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else the
+/// transport's default.
+async fn monty_engine(
+    settings: &Settings,
+    transport: Transport,
+) -> Result<Arc<dyn Engine>, ExecError> {
+    let default = match transport {
+        Transport::Stdio => MontyPlacement::InProcess,
+        Transport::Http => MontyPlacement::Pool,
+    };
+    let limits = monty_limits(settings);
+    Ok(match settings.monty_placement.unwrap_or(default) {
+        MontyPlacement::InProcess => {
+            let engine = MontyEngine::new(limits);
+            // Where runs go if runaway runs make the in-process engine retire.
+            Arc::new(match find_worker_binary(settings.monty_bin.as_deref()) {
+                Ok(binary) => engine.with_spare_pool(binary, settings.monty_workers),
+                Err(_) => engine,
+            })
+        }
+        MontyPlacement::Pool => {
+            let binary = find_worker_binary(settings.monty_bin.as_deref())
+                .map_err(|e| ExecError::MontyPool(e.to_string()))?;
+            let pool = PoolEngine::start(limits, binary, settings.monty_workers)
+                .await
+                .map_err(|e| ExecError::MontyPool(e.to_string()))?;
+            Arc::new(pool)
+        }
+    })
+}
+
+fn worker_limits(settings: &Settings) -> WorkerLimits {
+    WorkerLimits {
+        exec_timeout: settings.exec_timeout,
+        max_output_bytes: settings.max_output_bytes,
+        max_result_bytes: settings.max_result_bytes,
+        max_tool_calls: settings.max_tool_calls,
+        session_idle: settings.worker_idle,
+        max_sessions: settings.max_sessions,
+    }
+}
+
+async fn host_workers(
+    settings: &Settings,
+    setting: &'static str,
+) -> Result<Arc<WorkerEngine>, ExecError> {
+    WorkerEngine::start_host(
+        worker_limits(settings),
+        find_python(settings.python.as_deref()),
+    )
+    .await
+    .map_err(|source| ExecError::Workers { setting, source })
+}
+
+async fn docker_workers(
+    settings: &Settings,
+    within: Duration,
+    prewarm: bool,
+) -> Result<Arc<WorkerEngine>, WorkerError> {
+    let config = DockerConfig {
+        image: settings.docker_image.clone(),
+        memory_bytes: settings.docker_memory as u64,
+        pids: settings.docker_pids,
+        nano_cpus: settings.docker_nano_cpus,
+    };
+    WorkerEngine::start_docker(worker_limits(settings), config, within, prewarm).await
+}
