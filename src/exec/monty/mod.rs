@@ -16,6 +16,8 @@ pub mod memory;
 mod output;
 pub mod pool;
 mod runaway;
+mod spare;
+mod supervisor;
 mod threads;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -34,6 +36,7 @@ use self::driver::{Ending, Finished, Job, RunLimits};
 use self::memory::SessionSlot;
 pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
+use self::supervisor::{Supervisor, ThreadResult};
 use super::session_table::{SessionTable, TableFull};
 use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
 
@@ -54,7 +57,7 @@ const OVERRUN_GRACE: Duration = Duration::from_millis(250);
 /// checks stop ordinary growth at the budget).
 pub const HARD_CEILING_MARGIN: usize = 128 << 20;
 /// How often a supervisor looks for a run frozen at the hard ceiling.
-const CEILING_POLL: Duration = Duration::from_millis(20);
+pub(super) const CEILING_POLL: Duration = Duration::from_millis(20);
 
 /// The knobs of the Monty engine (filled from `config::Settings`).
 #[derive(Debug, Clone)]
@@ -70,7 +73,7 @@ pub struct MontyLimits {
     pub max_sessions: usize,
 }
 
-struct Session {
+pub(super) struct Session {
     /// `None` between a discarded state and the next run.
     repl: Option<MontyRepl>,
     slot: SessionSlot,
@@ -80,15 +83,7 @@ pub struct MontyEngine {
     limits: MontyLimits,
     sessions: SessionTable<Session>,
     runaways: Arc<Runaways>,
-    spare: Option<Spare>,
-}
-
-/// Where runs go once the in-process engine retires (see `runaway.rs`): a
-/// Monty worker pool, started on first need.
-struct Spare {
-    binary: std::path::PathBuf,
-    workers: usize,
-    pool: tokio::sync::OnceCell<Option<pool::PoolEngine>>,
+    spare: Option<spare::Spare>,
 }
 
 impl MontyEngine {
@@ -104,45 +99,6 @@ impl MontyEngine {
             runaways: Arc::default(),
             spare: None,
         }
-    }
-
-    /// Lets runs move to a Monty worker pool (the `monty` binary at `binary`)
-    /// once this engine retires, instead of being refused.
-    pub fn with_spare_pool(mut self, binary: std::path::PathBuf, workers: usize) -> Self {
-        self.spare = Some(Spare {
-            binary,
-            workers,
-            pool: tokio::sync::OnceCell::new(),
-        });
-        self
-    }
-
-    pub fn has_spare_pool(&self) -> bool {
-        self.spare.is_some()
-    }
-
-    /// The spare pool, if a run has already started it.
-    fn started_spare(&self) -> Option<&pool::PoolEngine> {
-        self.spare.as_ref()?.pool.get()?.as_ref()
-    }
-
-    async fn spare_pool(&self) -> Option<&pool::PoolEngine> {
-        let spare = self.spare.as_ref()?;
-        let started = spare.pool.get_or_init(|| async {
-            let started =
-                pool::PoolEngine::start(self.limits.clone(), spare.binary.clone(), spare.workers).await;
-            match started {
-                Ok(pool) => {
-                    tracing::warn!(target: "codemcp::exec", "in-process runs now go to Monty worker processes");
-                    Some(pool)
-                }
-                Err(e) => {
-                    tracing::error!(target: "codemcp::exec", error = %e, "the spare Monty worker pool did not start");
-                    None
-                }
-            }
-        });
-        started.await.as_ref()
     }
 
     /// Why this engine no longer takes runs (too many frozen runaway threads).
@@ -487,73 +443,6 @@ fn describe_failure(
     let mut error = RunError::new(kind, exc_type, message).with_traceback(short_traceback(exc));
     error.hint = hint;
     error
-}
-
-enum ThreadResult {
-    Finished {
-        finished: Box<Finished>,
-        session_reset: bool,
-    },
-    /// The caller cancelled; the thread may still be finishing the run.
-    Cancelled,
-    /// The run overran inside one builtin; its thread was frozen.
-    Abandoned(Overrun),
-    Panicked(String),
-}
-
-/// Waits for one run's thread on behalf of its session: puts the session's
-/// state back when the run ends, or gives the run up at its deadline (or when
-/// it froze at the memory ceiling), leaving the session fresh and unlocked.
-struct Supervisor {
-    guard: tokio::sync::OwnedMutexGuard<Session>,
-    watch: Arc<RunWatch>,
-    give_up_at: Instant,
-    runaways: Arc<Runaways>,
-    budget: usize,
-}
-
-type ThreadOutcome = Result<Finished, String>;
-
-impl Supervisor {
-    async fn wait(mut self, mut rx: tokio::sync::oneshot::Receiver<ThreadOutcome>) -> ThreadResult {
-        let slot = self.guard.slot;
-        let overrun = tokio::select! {
-            outcome = &mut rx => return self.put_back(outcome.ok()),
-            () = tokio::time::sleep_until(self.give_up_at.into()) => Overrun::Time,
-            () = ceiling_reached(slot) => Overrun::Memory,
-        };
-        if !self.watch.abandon(slot) {
-            // The run ended just now: take its result after all.
-            return self.put_back(rx.await.ok());
-        }
-        self.runaways
-            .record(overrun, slot.live_bytes(), self.budget);
-        // The frozen thread keeps its slot's bytes; the session starts over.
-        self.guard.repl = None;
-        self.guard.slot = SessionSlot::allocate();
-        ThreadResult::Abandoned(overrun)
-    }
-
-    fn put_back(mut self, outcome: Option<ThreadOutcome>) -> ThreadResult {
-        match outcome {
-            Some(Ok(mut finished)) => {
-                let session_reset = finished.repl.is_none();
-                self.guard.repl = finished.repl.take();
-                ThreadResult::Finished {
-                    finished: Box::new(finished),
-                    session_reset,
-                }
-            }
-            Some(Err(message)) => ThreadResult::Panicked(message),
-            None => ThreadResult::Panicked("the interpreter thread vanished".into()),
-        }
-    }
-}
-
-async fn ceiling_reached(slot: SessionSlot) {
-    while !slot.hit_ceiling() {
-        tokio::time::sleep(CEILING_POLL).await;
-    }
 }
 
 fn retired_error(reason: &str) -> RunError {
