@@ -6,6 +6,7 @@
 
 pub mod monty;
 pub mod router;
+pub mod store;
 pub mod worker;
 
 use std::sync::Arc;
