@@ -224,12 +224,18 @@ fn sweep_batch(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
         .execute(named_params! { ":now": now, ":batch": SWEEP_BATCH })
 }
 
-/// Returns free pages to the file system. The pragma frees one page per
-/// step, so it must be stepped to the end (which `execute_batch` does not do).
-fn vacuum(conn: &Connection) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached("PRAGMA incremental_vacuum")?;
-    let mut rows = stmt.query([])?;
-    while rows.next()?.is_some() {}
+/// Returns free pages to the file system, then empties the WAL, so the
+/// files shrink after sessions expire. Each pragma works a step per row, so
+/// its rows are read to the end (which `execute_batch` does not do).
+fn shrink(conn: &Connection) -> rusqlite::Result<()> {
+    for pragma in [
+        "PRAGMA incremental_vacuum",
+        "PRAGMA wal_checkpoint(TRUNCATE)",
+    ] {
+        let mut stmt = conn.prepare_cached(pragma)?;
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+    }
     Ok(())
 }
 
@@ -319,8 +325,7 @@ impl Backend for SqliteBackend {
                     }
                 }
                 if total > 0 {
-                    // Give the freed pages back to the file system.
-                    self.blocking(|conn, _| vacuum(conn)).await?;
+                    self.blocking(|conn, _| shrink(conn)).await?;
                 }
                 Ok(total)
             }
