@@ -107,7 +107,7 @@ impl Fixture {
     /// The stored bytes under `handle`, bypassing the store.
     fn raw_get(&self, handle: &Handle) -> Vec<u8> {
         if self.file().is_some() {
-            let sql = "SELECT record FROM sessions WHERE handle = ?1";
+            let sql = "SELECT record FROM records WHERE handle = ?1";
             return self
                 .sql()
                 .query_row(sql, [handle.as_str()], |r| r.get(0))
@@ -124,11 +124,15 @@ impl Fixture {
     /// Writes `record` as the stored bytes of `handle` (version 1), bypassing the store.
     fn raw_put(&self, handle: &Handle, record: &[u8]) {
         if self.file().is_some() {
-            let sql = "INSERT OR REPLACE INTO sessions (handle, record, version, expires_at)
-                       VALUES (?1, ?2, 1, 32503680000000)";
-            self.sql()
-                .execute(sql, rusqlite::params![handle.as_str(), record])
-                .expect("write");
+            let conn = self.sql();
+            let far_future_ms = 32_503_680_000_000_i64;
+            let session =
+                "INSERT OR REPLACE INTO sessions (handle, version, expires_at) VALUES (?1, 1, ?2)";
+            conn.execute(session, rusqlite::params![handle.as_str(), far_future_ms])
+                .expect("session");
+            let sql = "INSERT OR REPLACE INTO records (handle, record) VALUES (?1, ?2)";
+            conn.execute(sql, rusqlite::params![handle.as_str(), record])
+                .expect("record");
             return;
         }
         let key = format!("codemcp:s:{{{handle}}}");

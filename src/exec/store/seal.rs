@@ -364,6 +364,30 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The fuzz target's property, on every `cargo test`: hostile bytes,
+        /// with or without a valid tag, never panic, and whatever opens
+        /// seals back to the same session.
+        #[test]
+        fn any_bytes_are_refused_or_round_trip(
+            limit in 0usize..512,
+            magic in proptest::bool::ANY,
+            tail in proptest::collection::vec(0u8..=255, 0..400),
+        ) {
+            let key = SealKey::ephemeral();
+            let handle = Handle::mint();
+            // Half the inputs look like a record, so the checks behind the tag run.
+            let mut body = if magic { b"CMCPSESS\x01".to_vec() } else { Vec::new() };
+            body.extend_from_slice(&tail);
+            let _ = unseal(&key, &handle, &body, limit);
+            let signed = authenticate(&key, &handle, body);
+            if let Ok(stored) = unseal(&key, &handle, &signed, limit) {
+                let resealed = seal(&key, &handle, &stored.owner, stored.version, &stored.snapshot);
+                proptest::prop_assert_eq!(unseal(&key, &handle, &resealed, limit), Ok(stored));
+            }
+        }
+    }
+
     #[test]
     fn monty_release_matches_the_pinned_crate() {
         let manifest = include_str!("../../../Cargo.toml");

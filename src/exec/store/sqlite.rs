@@ -1,7 +1,10 @@
 //! Sessions in one SQLite file (the `file` store): shared by every process
-//! that opens it, durable once a statement returned (WAL; a `kill -9` loses
-//! nothing committed). Every compare-and-set is one SQL statement, so
-//! processes never see half of another's change.
+//! that opens it, durable once a call returned (WAL; a `kill -9` loses
+//! nothing committed). Every compare-and-set is one statement or one
+//! transaction, so processes never see half of another's change.
+//!
+//! Sealed records live in their own table: leases, loads (which refresh the
+//! idle timer) and releases then rewrite a small row, never the snapshot.
 
 use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
@@ -11,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rusqlite::{Connection, OptionalExtension, named_params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, named_params};
 
 use super::key::create_private_dir_for;
 use super::sealed::{Backend, Fetched};
@@ -26,18 +29,20 @@ const SWEEP_BATCH: i64 = 500;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     handle      TEXT PRIMARY KEY NOT NULL,
-    record      BLOB,                         -- sealed record; NULL while only leased
-    version     INTEGER NOT NULL DEFAULT 0,
+    version     INTEGER NOT NULL DEFAULT 0,   -- 0: no record (only leased, or removed)
     expires_at  INTEGER NOT NULL DEFAULT 0,   -- ms since the epoch
     lease_token BLOB,
     lease_until INTEGER NOT NULL DEFAULT 0    -- ms since the epoch
 );
 CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_at);
+CREATE TABLE IF NOT EXISTS records (
+    handle TEXT PRIMARY KEY NOT NULL REFERENCES sessions (handle) ON DELETE CASCADE,
+    record BLOB NOT NULL
+);
 ";
 
 /// The version of a row's record, or 0 if it has none that is alive.
-const LIVE_VERSION: &str =
-    "(CASE WHEN record IS NOT NULL AND expires_at > :now THEN version ELSE 0 END)";
+const LIVE_VERSION: &str = "(CASE WHEN expires_at > :now THEN version ELSE 0 END)";
 
 pub(crate) struct SqliteBackend {
     path: PathBuf,
@@ -67,6 +72,7 @@ impl SqliteBackend {
             "PRAGMA auto_vacuum = INCREMENTAL;
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
              PRAGMA journal_size_limit = 1048576;",
         )
         .map_err(|e| fail(&e))?;
@@ -94,7 +100,7 @@ impl SqliteBackend {
     /// on another process's lock.
     fn blocking<T: Send + 'static>(
         &self,
-        job: impl FnOnce(&Connection, i64) -> rusqlite::Result<T> + Send + 'static,
+        job: impl FnOnce(&mut Connection, i64) -> rusqlite::Result<T> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, StoreError>> {
         let conn = Arc::clone(&self.conn);
         let path = self.path.clone();
@@ -102,8 +108,8 @@ impl SqliteBackend {
             let ran = tokio::task::spawn_blocking(move || {
                 // A panic while holding the lock cannot leave a statement half
                 // done (SQLite rolls it back), so a poisoned lock is usable.
-                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                job(&conn, now_ms())
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                job(&mut conn, now_ms())
             })
             .await;
             match ran {
@@ -134,20 +140,26 @@ fn fetch_row(
     now: i64,
     idle: i64,
 ) -> rusqlite::Result<Fetched> {
+    let refresh = "UPDATE sessions SET expires_at = :expires
+                   WHERE handle = :handle AND version > 0 AND expires_at > :now";
+    let params =
+        named_params! { ":expires": now.saturating_add(idle), ":handle": handle, ":now": now };
+    if conn.prepare_cached(refresh)?.execute(params)? == 0 {
+        return Ok(Fetched::Absent);
+    }
     // length() reads a blob's size from its header; the blob itself is only
     // returned when it fits.
-    let sql = "UPDATE sessions SET expires_at = :expires
-               WHERE handle = :handle AND record IS NOT NULL AND expires_at > :now
-               RETURNING length(record), CASE WHEN length(record) <= :max THEN record END";
+    let read = "SELECT length(record), CASE WHEN length(record) <= :max THEN record END
+                FROM records WHERE handle = :handle";
     let max = i64::try_from(max_len).unwrap_or(i64::MAX);
     let row = conn
-        .prepare_cached(sql)?
-        .query_row(
-            named_params! { ":expires": now.saturating_add(idle), ":handle": handle, ":now": now, ":max": max },
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?)),
-        )
+        .prepare_cached(read)?
+        .query_row(named_params! { ":max": max, ":handle": handle }, |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?))
+        })
         .optional()?;
     Ok(match row {
+        // Removed between the two statements.
         None => Fetched::Absent,
         Some((_, Some(record))) => Fetched::Record(record),
         Some((len, None)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
@@ -184,30 +196,38 @@ struct Put {
     record: Vec<u8>,
 }
 
-fn put_row(conn: &Connection, put: &Put, now: i64, idle: i64) -> rusqlite::Result<bool> {
+fn put_row(conn: &mut Connection, put: &Put, now: i64, idle: i64) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let update = format!(
-        "UPDATE sessions SET record = :record, version = :fence + 1, expires_at = :expires
+        "UPDATE sessions SET version = :fence + 1, expires_at = :expires
          WHERE handle = :handle AND (lease_token = :token OR lease_until <= :now) AND {LIVE_VERSION} = :fence"
     );
     let expires = now.saturating_add(idle);
-    let changed = conn.prepare_cached(&update)?.execute(named_params! {
-        ":record": put.record, ":fence": put.fence, ":expires": expires, ":handle": put.handle,
+    let mut claimed = tx.prepare_cached(&update)?.execute(named_params! {
+        ":fence": put.fence, ":expires": expires, ":handle": put.handle,
         ":token": put.token.to_le_bytes(), ":now": now,
-    })?;
-    if changed == 1 || put.fence != 0 {
-        return Ok(changed == 1);
+    })? == 1;
+    if !claimed && put.fence == 0 {
+        // No row at all (never leased, or swept after our lease expired): a
+        // first save may create it.
+        let insert =
+            "INSERT INTO sessions (handle, version, expires_at) VALUES (:handle, 1, :expires)
+                      ON CONFLICT (handle) DO NOTHING";
+        let params = named_params! { ":handle": put.handle, ":expires": expires };
+        claimed = tx.prepare_cached(insert)?.execute(params)? == 1;
     }
-    // No row at all (never leased, or swept after our lease expired): a
-    // first save may create it; any row that appeared meanwhile wins.
-    let insert = "INSERT INTO sessions (handle, record, version, expires_at) VALUES (:handle, :record, 1, :expires)
-                  ON CONFLICT (handle) DO NOTHING";
-    let inserted = conn.prepare_cached(insert)?.execute(named_params! {
-        ":handle": put.handle, ":record": put.record, ":expires": expires,
-    })?;
-    Ok(inserted == 1)
+    if !claimed {
+        return Ok(false);
+    }
+    let write = "INSERT OR REPLACE INTO records (handle, record) VALUES (:handle, :record)";
+    tx.prepare_cached(write)?
+        .execute(named_params! { ":handle": put.handle, ":record": put.record })?;
+    tx.commit()?;
+    Ok(true)
 }
 
-/// Deletes `handle`'s row when it holds neither a live record nor a live lease.
+/// Deletes `handle`'s row (and record) when it holds neither a live record
+/// nor a live lease.
 fn drop_if_dead(conn: &Connection, handle: &str, now: i64) -> rusqlite::Result<()> {
     let sql = format!(
         "DELETE FROM sessions WHERE handle = :handle AND lease_until <= :now AND {LIVE_VERSION} = 0"
@@ -306,9 +326,15 @@ impl Backend for SqliteBackend {
     fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
         let handle = handle.as_str().to_owned();
         self.blocking(move |conn, now| {
-            let sql = "UPDATE sessions SET record = NULL, version = 0, expires_at = 0 WHERE handle = :handle";
-            conn.prepare_cached(sql)?.execute(named_params! { ":handle": handle })?;
-            drop_if_dead(conn, &handle, now)
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let sql = "UPDATE sessions SET version = 0, expires_at = 0 WHERE handle = :handle";
+            tx.prepare_cached(sql)?
+                .execute(named_params! { ":handle": handle })?;
+            let sql = "DELETE FROM records WHERE handle = :handle";
+            tx.prepare_cached(sql)?
+                .execute(named_params! { ":handle": handle })?;
+            drop_if_dead(&tx, &handle, now)?;
+            tx.commit()
         })
     }
 
@@ -318,7 +344,7 @@ impl Backend for SqliteBackend {
                 let mut total = 0;
                 loop {
                     // One batch per blocking job, so saves get the lock in between.
-                    let n = self.blocking(sweep_batch).await?;
+                    let n = self.blocking(|conn, now| sweep_batch(conn, now)).await?;
                     total += n;
                     if n < SWEEP_BATCH as usize {
                         break;
