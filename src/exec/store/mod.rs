@@ -33,6 +33,14 @@
 //!   store records owners but does not judge them.
 //! - Treat a handle as a secret capability (an anonymous session is open to
 //!   whoever knows its handle). Logs here show only its first characters.
+//! - Pick [`StoreLimits::lease_ttl`] above the longest run (wall-time limit
+//!   plus margin): leases are not renewed while a run goes on.
+//! - Give every gateway that shares a file or Redis the same key
+//!   ([`SealKey::from_setting`]); a memory store can use
+//!   [`SealKey::ephemeral`].
+//!
+//! [`SessionStore::save`] takes `&mut Lease` because a save moves the lease's
+//! fence to the version it wrote, so the same holder can save again.
 //!
 //! # Stores
 //! `memory` (one process), `file` (SQLite, shared by processes on one host,
