@@ -9,6 +9,7 @@ mod executor;
 pub mod monty;
 pub mod router;
 pub(crate) mod session_table;
+pub mod store;
 pub mod worker;
 
 pub use self::build::{ExecError, Transport, build};

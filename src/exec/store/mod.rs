@@ -1,0 +1,230 @@
+//! Session snapshots kept outside the gateway process, so a session survives
+//! stateless MCP clients, gateway restarts, and several gateways sharing one
+//! Redis.
+//!
+//! # Model
+//! A session is named by an opaque [`Handle`]. Its state is one [`Snapshot`]
+//! (a Monty dump or CPython's JSON variables) kept under that handle, with the
+//! [`Owner`] that wrote it and a version that every save increments. A run that
+//! wants to change a session first takes a [`Lease`] on the handle
+//! ([`SessionStore::acquire`]), then [`SessionStore::save`]s and
+//! [`SessionStore::release`]s it.
+//!
+//! Saves are fenced: a save succeeds only when the stored version is still
+//! the one seen when the lease was taken *and* nobody else holds the lease
+//! now. So a holder whose lease ran out (it was slow, or paused) can still
+//! save if nobody touched the session meanwhile, but never overwrites a newer
+//! holder's work ([`StoreError::LeaseLost`]). A holder that crashed frees the
+//! handle after [`StoreLimits::lease_ttl`]. A session untouched (no load, no
+//! save) for [`StoreLimits::idle`] disappears.
+//!
+//! # Sealing
+//! Every record is authenticated with HMAC-SHA256 under a [`SealKey`] and the
+//! handle it is stored under (see [`seal`] for the layout). Whoever can write
+//! the database or Redis can delete sessions or put back an *older* record of
+//! the same handle (a replay), but cannot forge or alter one, nor move one to
+//! another handle; no stored byte reaches the Monty loader or a JSON parser
+//! before its tag verified. Records are authenticated, not encrypted: whoever
+//! can read the store can read the session variables.
+//!
+//! # What the caller must do
+//! - Check ownership: [`Stored::owner`] must equal the caller's
+//!   [`Owner::of_token`] before the snapshot is used or a save replaces it. The
+//!   store records owners but does not judge them.
+//! - Treat a handle as a secret capability (an anonymous session is open to
+//!   whoever knows its handle). Logs here show only its first characters.
+//! - Pick [`StoreLimits::lease_ttl`] above the longest run (wall-time limit
+//!   plus margin): leases are not renewed while a run goes on.
+//! - Give every gateway that shares a file or Redis the same key
+//!   ([`SealKey::from_setting`]); a memory store can use
+//!   [`SealKey::ephemeral`].
+//!
+//! [`SessionStore::save`] takes `&mut Lease` because a save moves the lease's
+//! fence to the version it wrote, so the same holder can save again.
+//!
+//! # Stores
+//! `memory` (one process), `file` (SQLite, shared by processes on one host,
+//! survives `kill -9`), `redis` (shared by hosts). All three share one
+//! implementation of the rules above ([`sealed::Sealed`]); each only moves
+//! bytes ([`sealed::Backend`]).
+
+mod handle;
+mod key;
+mod memory;
+mod redis;
+pub mod seal;
+mod sealed;
+mod spec;
+mod sqlite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+pub use self::handle::{Handle, Owner};
+pub use self::key::{SealKey, state_dir};
+pub use self::seal::Reason;
+pub use self::spec::StoreSpec;
+
+/// Which engine wrote a snapshot's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotKind {
+    /// Bytes of a `monty` dump.
+    Monty,
+    /// CPython's session variables as JSON.
+    Cpython,
+}
+
+/// A session's state as one engine wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub kind: SnapshotKind,
+    pub payload: Vec<u8>,
+}
+
+/// What [`SessionStore::load`] finds under a handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub snapshot: Snapshot,
+    pub owner: Owner,
+    /// 1 after the first save, then one more per save.
+    pub version: u64,
+}
+
+/// Proof that we hold a session's handle. Not `Clone`: one holder at a time.
+/// Dropping it without [`SessionStore::release`] frees the handle only after
+/// [`StoreLimits::lease_ttl`].
+#[derive(Debug)]
+pub struct Lease {
+    handle: Handle,
+    token: u128,
+    /// The stored version a save must still find (0: no record).
+    fence: u64,
+}
+
+impl Lease {
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// The version this lease's next save builds on.
+    pub fn version(&self) -> u64 {
+        self.fence
+    }
+}
+
+/// How long sessions and leases live, and how big a snapshot may be.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreLimits {
+    /// A session neither loaded nor saved for this long is gone.
+    pub idle: Duration,
+    pub max_snapshot_bytes: usize,
+    /// A lease not released within this long frees itself (crashed holder).
+    pub lease_ttl: Duration,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(24 * 3600),
+            max_snapshot_bytes: 64 << 20,
+            lease_ttl: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a store call failed. Every variant leaves the store usable; only the
+/// call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backing database or Redis did not answer (in time). Retry later;
+    /// the session, if any, is unchanged.
+    #[error("session store unavailable: {0}")]
+    Unavailable(String),
+    /// Another run holds this session; try again when it has finished.
+    #[error("session is busy: another run holds it")]
+    Busy,
+    /// Our lease ran out and the session changed meanwhile; this run's state
+    /// was not saved.
+    #[error("session changed while this run held it (lease expired); state not saved")]
+    LeaseLost,
+    /// The snapshot is bigger than the configured limit; it was not saved.
+    #[error("session snapshot is {size} bytes, over the {max}-byte limit; state not saved")]
+    TooLarge { size: usize, max: usize },
+    /// A stored record failed its checks and was ignored.
+    #[error("stored session refused: {0}")]
+    Rejected(Reason),
+    /// The store could not be set up as configured.
+    #[error("session store configuration: {0}")]
+    Config(String),
+}
+
+/// Where sessions live. The futures borrow the store only; every call is
+/// bounded in time (Redis: a few seconds, SQLite: its busy timeout).
+pub trait SessionStore: Send + Sync + 'static {
+    /// `"memory"`, `"file"` or `"redis"`.
+    fn kind(&self) -> &'static str;
+    /// One line for logs and `codemcp check` (never a password).
+    fn describe(&self) -> String;
+    /// Checks that the store answers (for `codemcp check` and start-up logs).
+    fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The session under `handle`, if any; refreshes its idle timer.
+    fn load<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<Option<Stored>, StoreError>>;
+    /// Takes the handle's lease, waiting up to `wait` ([`StoreError::Busy`] after).
+    fn acquire<'a>(
+        &'a self,
+        handle: &'a Handle,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>>;
+    /// Replaces the session's snapshot; returns its new version, which `lease`
+    /// then builds on.
+    fn save<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// Frees the handle for the next run (no-op if the lease already expired).
+    fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Deletes the session. A run holding it then fails to save.
+    fn remove<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// Opens the store `spec` names. Needs no connection yet: a Redis that is
+/// down shows up as [`StoreError::Unavailable`] on first use (try
+/// [`SessionStore::probe`]). Call inside a Tokio runtime: memory and file
+/// stores start a task there that sweeps expired sessions.
+pub fn open(
+    spec: &StoreSpec,
+    key: SealKey,
+    limits: StoreLimits,
+) -> Result<Arc<dyn SessionStore>, StoreError> {
+    check_limits(&limits)?;
+    Ok(match spec {
+        StoreSpec::Memory => sealed::Sealed::start(memory::MemoryBackend::new(limits), key, limits),
+        StoreSpec::File(path) => {
+            sealed::Sealed::start(sqlite::SqliteBackend::open(path, limits)?, key, limits)
+        }
+        StoreSpec::Redis(url) => {
+            sealed::Sealed::start(redis::RedisBackend::new(url, limits)?, key, limits)
+        }
+    })
+}
+
+fn check_limits(limits: &StoreLimits) -> Result<(), StoreError> {
+    if limits.idle < Duration::from_millis(1) || limits.lease_ttl < Duration::from_millis(1) {
+        return Err(StoreError::Config(
+            "session idle time and lease time must be at least 1 ms".into(),
+        ));
+    }
+    if limits.max_snapshot_bytes > seal::MAX_PAYLOAD {
+        return Err(StoreError::Config(format!(
+            "max session snapshot size {} is over the supported {} bytes",
+            limits.max_snapshot_bytes,
+            seal::MAX_PAYLOAD
+        )));
+    }
+    Ok(())
+}

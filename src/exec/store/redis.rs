@@ -1,0 +1,264 @@
+//! Sessions in Redis, shared by every gateway that uses the same Redis
+//! database and key.
+//!
+//! Keys: `codemcp:s:{HANDLE}`, a hash with the sealed record (`rec`) and its
+//! version (`ver`), expiring after the idle time; `codemcp:l:{HANDLE}`, the
+//! lease token, expiring after the lease time. The braces are Redis Cluster
+//! hash tags: both keys of a handle land in one slot, as a script that
+//! touches both requires. Every compare-and-set is one Lua script, so it is
+//! atomic on the server.
+
+use std::future::Future;
+use std::time::Duration;
+
+use ::redis::aio::ConnectionManager;
+use ::redis::{AsyncCommands, Client, RedisResult, Script, Value};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::sealed::{Backend, Fetched};
+use super::spec::redact_url;
+use super::{Handle, StoreError, StoreLimits};
+
+/// Bounds connecting and each answer; a call never waits longer than
+/// `CALL_TIMEOUT` in all, so a dead Redis shows up as `Unavailable` fast.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The record if it fits in ARGV[2] bytes (else its length), refreshing its TTL.
+const FETCH: &str = r"
+local n = redis.call('HSTRLEN', KEYS[1], 'rec')
+if n == 0 then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if n > tonumber(ARGV[2]) then return n end
+return redis.call('HGET', KEYS[1], 'rec')
+";
+
+/// Takes the lease; returns the record's version, or nil when the lease is held.
+const LOCK: &str = r"
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+return redis.call('HGET', KEYS[2], 'ver') or '0'
+";
+
+/// Writes the record if the lease is ours or free and the version is the fence.
+const PUT: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+if (redis.call('HGET', KEYS[2], 'ver') or '0') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[2], 'rec', ARGV[4], 'ver', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1
+";
+
+/// Deletes the lease if it is still ours.
+const UNLOCK: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+pub(crate) struct RedisBackend {
+    shown_url: String,
+    redis: ConnectionManager,
+    limits: StoreLimits,
+    fetch: Script,
+    lock: Script,
+    put: Script,
+    unlock: Script,
+}
+
+fn record_key(handle: &Handle) -> String {
+    format!("codemcp:s:{{{handle}}}")
+}
+
+fn lease_key(handle: &Handle) -> String {
+    format!("codemcp:l:{{{handle}}}")
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl RedisBackend {
+    /// Connects lazily: Redis may be down now and come up later.
+    pub(crate) fn new(url: &str, limits: StoreLimits) -> Result<Self, StoreError> {
+        let shown_url = redact_url(url);
+        let config_error = |e: ::redis::RedisError| {
+            StoreError::Config(format!(
+                "Redis {shown_url}: {}",
+                e.detail().unwrap_or("invalid settings")
+            ))
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(StoreError::Config(
+                "the Redis store must be opened inside a Tokio runtime".into(),
+            ));
+        }
+        let client = Client::open(url).map_err(config_error)?;
+        // No retry inside one call: the caller gets `Unavailable` at once and
+        // the next call tries again, so a Redis outage never stalls a run.
+        let config = ::redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(0);
+        let redis =
+            ConnectionManager::new_lazy_with_config(client, config).map_err(config_error)?;
+        Ok(Self {
+            shown_url,
+            redis,
+            limits,
+            fetch: Script::new(FETCH),
+            lock: Script::new(LOCK),
+            put: Script::new(PUT),
+            unlock: Script::new(UNLOCK),
+        })
+    }
+
+    /// `call` with the time bound and the error every caller wants.
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        call: impl Future<Output = RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                tracing::debug!(url = %self.shown_url, what, error = %e, "Redis call failed");
+                Err(StoreError::Unavailable(format!(
+                    "Redis {} ({what}): {e}",
+                    self.shown_url
+                )))
+            }
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "Redis {} ({what}): no answer within {} s",
+                self.shown_url,
+                CALL_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    async fn fetch_record(&self, handle: &Handle, max_len: usize) -> Result<Fetched, StoreError> {
+        let mut conn = self.redis.clone();
+        let mut call = self.fetch.key(record_key(handle));
+        call.arg(ms(self.limits.idle)).arg(max_len);
+        let value: Value = self.bounded("load", call.invoke_async(&mut conn)).await?;
+        match value {
+            Value::Nil => Ok(Fetched::Absent),
+            Value::Int(len) => Ok(Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX))),
+            Value::BulkString(record) => Ok(Fetched::Record(record)),
+            other => Err(StoreError::Unavailable(format!(
+                "Redis {}: unexpected load reply {other:?}",
+                self.shown_url
+            ))),
+        }
+    }
+
+    async fn lock_handle(&self, handle: &Handle, token: u128) -> Result<Option<u64>, StoreError> {
+        let mut conn = self.redis.clone();
+        let mut call = self.lock.key(lease_key(handle));
+        call.key(record_key(handle))
+            .arg(&token.to_le_bytes()[..])
+            .arg(ms(self.limits.lease_ttl));
+        let version: Option<String> = self
+            .bounded("acquire", call.invoke_async(&mut conn))
+            .await?;
+        // A version that is not a number can only come from someone else's
+        // writes; treating it as no record makes the next save fail its fence.
+        Ok(version.map(|v| v.parse().unwrap_or(0)))
+    }
+
+    async fn put_record(
+        &self,
+        handle: &Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.redis.clone();
+        let mut call = self.put.key(lease_key(handle));
+        call.key(record_key(handle))
+            .arg(&token.to_le_bytes()[..])
+            .arg(fence.to_string())
+            .arg((fence + 1).to_string())
+            .arg(record)
+            .arg(ms(self.limits.idle));
+        let written: i64 = self.bounded("save", call.invoke_async(&mut conn)).await?;
+        Ok(written == 1)
+    }
+
+    async fn unlock_handle(&self, handle: &Handle, token: u128) -> Result<(), StoreError> {
+        let mut conn = self.redis.clone();
+        let mut call = self.unlock.key(lease_key(handle));
+        call.arg(&token.to_le_bytes()[..]);
+        let _: i64 = self
+            .bounded("release", call.invoke_async(&mut conn))
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_record(&self, handle: &Handle) -> Result<(), StoreError> {
+        let mut conn = self.redis.clone();
+        let _: i64 = self.bounded("remove", conn.del(record_key(handle))).await?;
+        Ok(())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.redis.clone();
+        let _: String = self
+            .bounded("ping", ::redis::cmd("PING").query_async(&mut conn))
+            .await?;
+        Ok(())
+    }
+}
+
+impl Backend for RedisBackend {
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+
+    fn describe(&self) -> String {
+        format!("redis {}", self.shown_url)
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.ping().boxed()
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        handle: &'a Handle,
+        max_len: usize,
+    ) -> BoxFuture<'a, Result<Fetched, StoreError>> {
+        self.fetch_record(handle, max_len).boxed()
+    }
+
+    fn try_lock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.lock_handle(handle, token).boxed()
+    }
+
+    fn put<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.put_record(handle, token, fence, record).boxed()
+    }
+
+    fn unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.unlock_handle(handle, token).boxed()
+    }
+
+    fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.delete_record(handle).boxed()
+    }
+}

@@ -1,0 +1,235 @@
+//! The rules every store follows, written once: sealing, size limits, lease
+//! waits, version fencing and sweeping. Backends only move bytes and do the
+//! compare-and-set their medium offers.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+
+use super::handle::random_token;
+use super::key::SealKey;
+use super::seal::{self, max_record_len};
+use super::{Handle, Lease, Owner, SessionStore, Snapshot, StoreError, StoreLimits, Stored};
+
+/// What a backend found under a handle.
+pub(crate) enum Fetched {
+    Absent,
+    /// Present but longer than the caller's bound: not fetched.
+    TooLong(usize),
+    Record(Vec<u8>),
+}
+
+/// What a store medium must offer. Idle and lease times are the backend's
+/// own (given at construction), so each applies them with its own clock.
+pub(crate) trait Backend: Send + Sync + 'static {
+    fn kind(&self) -> &'static str;
+    fn describe(&self) -> String;
+    fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The live record under `handle` if at most `max_len` bytes; refreshes
+    /// its idle timer.
+    fn fetch<'a>(
+        &'a self,
+        handle: &'a Handle,
+        max_len: usize,
+    ) -> BoxFuture<'a, Result<Fetched, StoreError>>;
+    /// Takes the lease with `token` if nobody holds it; returns the live
+    /// record's version (0 if none), or `None` if the lease is held.
+    fn try_lock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
+    /// Writes `record` as version `fence + 1` if the live version is still
+    /// `fence` and the lease is `token`'s or nobody's. False otherwise.
+    fn put<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Frees the lease if `token` still holds it.
+    fn unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Deletes the record (a lease on it stays until released or expired).
+    fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Drops expired records and leases; `None` if the medium expires its own.
+    fn sweep(&self) -> Option<BoxFuture<'_, Result<usize, StoreError>>> {
+        None
+    }
+}
+
+/// A backend behind the rules.
+pub(crate) struct Sealed<B> {
+    backend: B,
+    key: SealKey,
+    limits: StoreLimits,
+}
+
+/// First and longest pause between two tries of a held lease.
+const FIRST_RETRY: Duration = Duration::from_millis(2);
+const LONGEST_RETRY: Duration = Duration::from_millis(50);
+
+impl<B: Backend> Sealed<B> {
+    pub(crate) fn start(backend: B, key: SealKey, limits: StoreLimits) -> Arc<dyn SessionStore> {
+        let store = Arc::new(Self {
+            backend,
+            key,
+            limits,
+        });
+        if store.backend.sweep().is_some() {
+            spawn_sweeper(Arc::downgrade(&store), sweep_interval(&limits));
+        }
+        store
+    }
+
+    async fn load_sealed(&self, handle: &Handle) -> Result<Option<Stored>, StoreError> {
+        let max = max_record_len(self.limits.max_snapshot_bytes);
+        let record = match self.backend.fetch(handle, max).await? {
+            Fetched::Absent => return Ok(None),
+            Fetched::TooLong(size) => {
+                return Err(self.refuse(handle, seal::Reason::TooLarge { size, max }));
+            }
+            Fetched::Record(record) => record,
+        };
+        seal::unseal(&self.key, handle, &record, self.limits.max_snapshot_bytes)
+            .map(Some)
+            .map_err(|reason| self.refuse(handle, reason))
+    }
+
+    fn refuse(&self, handle: &Handle, reason: seal::Reason) -> StoreError {
+        tracing::warn!(store = self.backend.kind(), handle = handle.short(), %reason, "stored session refused");
+        StoreError::Rejected(reason)
+    }
+
+    async fn acquire_within(&self, handle: &Handle, wait: Duration) -> Result<Lease, StoreError> {
+        let deadline = Instant::now() + wait;
+        let token = random_token();
+        let mut pause = FIRST_RETRY;
+        loop {
+            if let Some(fence) = self.backend.try_lock(handle, token).await? {
+                return Ok(Lease {
+                    handle: handle.clone(),
+                    token,
+                    fence,
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(StoreError::Busy);
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(LONGEST_RETRY);
+        }
+    }
+
+    async fn save_sealed(
+        &self,
+        lease: &mut Lease,
+        owner: &Owner,
+        snapshot: Snapshot,
+    ) -> Result<u64, StoreError> {
+        let max = self.limits.max_snapshot_bytes;
+        if snapshot.payload.len() > max {
+            return Err(StoreError::TooLarge {
+                size: snapshot.payload.len(),
+                max,
+            });
+        }
+        let version = lease.fence + 1;
+        let record = seal::seal(&self.key, &lease.handle, owner, version, &snapshot);
+        if !self
+            .backend
+            .put(&lease.handle, lease.token, lease.fence, record)
+            .await?
+        {
+            tracing::info!(
+                store = self.backend.kind(),
+                handle = lease.handle.short(),
+                "save refused: lease lost"
+            );
+            return Err(StoreError::LeaseLost);
+        }
+        lease.fence = version;
+        Ok(version)
+    }
+}
+
+impl<B: Backend> SessionStore for Sealed<B> {
+    fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.backend.probe()
+    }
+
+    fn load<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<Option<Stored>, StoreError>> {
+        self.load_sealed(handle).boxed()
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        handle: &'a Handle,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Lease, StoreError>> {
+        self.acquire_within(handle, wait).boxed()
+    }
+
+    fn save<'a>(
+        &'a self,
+        lease: &'a mut Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.save_sealed(lease, owner, snapshot).boxed()
+    }
+
+    fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move { self.backend.unlock(&lease.handle, lease.token).await }.boxed()
+    }
+
+    fn remove<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.backend.delete(handle)
+    }
+}
+
+/// Often enough that expired sessions do not pile up for long, rarely
+/// enough to cost nothing when idle times are hours.
+fn sweep_interval(limits: &StoreLimits) -> Duration {
+    (limits.idle.min(limits.lease_ttl) / 4)
+        .clamp(Duration::from_millis(100), Duration::from_secs(60))
+}
+
+/// Sweeps until the store is dropped. Without a runtime (a plain `open` in a
+/// sync test) backends still ignore expired rows; they just stay on disk.
+fn spawn_sweeper<B: Backend>(store: Weak<Sealed<B>>, every: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::debug!("no Tokio runtime: expired sessions are not swept");
+        return;
+    };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(store) = store.upgrade() else { return };
+            let Some(sweep) = store.backend.sweep() else { return };
+            match sweep.await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(store = store.backend.kind(), swept = n, "expired sessions removed"),
+                Err(e) => tracing::warn!(store = store.backend.kind(), error = %e, "sweeping expired sessions failed"),
+            }
+        }
+    });
+}

@@ -1,0 +1,361 @@
+//! Sessions in one SQLite file (the `file` store): shared by every process
+//! that opens it, durable once a call returned (WAL; a `kill -9` loses
+//! nothing committed). Every compare-and-set is one statement or one
+//! transaction, so processes never see half of another's change.
+//!
+//! Sealed records live in their own table: leases, loads (which refresh the
+//! idle timer) and releases then rewrite a small row, never the snapshot.
+
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, named_params};
+
+use super::key::create_private_dir_for;
+use super::sealed::{Backend, Fetched};
+use super::{Handle, StoreError, StoreLimits};
+
+/// Waits this long for another process's write before giving up: our
+/// statements are tiny, so a longer wait means something is wrong.
+const BUSY_TIMEOUT: Duration = Duration::from_millis(200);
+/// Rows deleted per sweep statement, so a sweep never holds the write lock long.
+const SWEEP_BATCH: i64 = 500;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    handle      TEXT PRIMARY KEY NOT NULL,
+    version     INTEGER NOT NULL DEFAULT 0,   -- 0: no record (only leased, or removed)
+    expires_at  INTEGER NOT NULL DEFAULT 0,   -- ms since the epoch
+    lease_token BLOB,
+    lease_until INTEGER NOT NULL DEFAULT 0    -- ms since the epoch
+);
+CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_at);
+CREATE TABLE IF NOT EXISTS records (
+    handle TEXT PRIMARY KEY NOT NULL REFERENCES sessions (handle) ON DELETE CASCADE,
+    record BLOB NOT NULL
+);
+";
+
+/// The version of a row's record, or 0 if it has none that is alive.
+const LIVE_VERSION: &str = "(CASE WHEN expires_at > :now THEN version ELSE 0 END)";
+
+pub(crate) struct SqliteBackend {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+    limits: StoreLimits,
+}
+
+impl SqliteBackend {
+    pub(crate) fn open(path: &Path, limits: StoreLimits) -> Result<Self, StoreError> {
+        let fail = |e: &dyn std::fmt::Display| {
+            StoreError::Config(format!("session file {}: {e}", path.display()))
+        };
+        create_private_dir_for(path).map_err(|e| fail(&e))?;
+        // Created 0600 before SQLite sees it: snapshots are readable data, and
+        // SQLite gives its WAL files the same mode as the database.
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| fail(&e))?;
+        let conn = Connection::open(path).map_err(|e| fail(&e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| fail(&e))?;
+        // auto_vacuum only takes effect before the first table exists; it lets
+        // a sweep give pages back, so the file shrinks when sessions expire.
+        conn.execute_batch(
+            "PRAGMA auto_vacuum = INCREMENTAL;
+             PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA journal_size_limit = 1048576;",
+        )
+        .map_err(|e| fail(&e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
+        let backend = Self {
+            path: path.to_owned(),
+            conn: Arc::new(Mutex::new(conn)),
+            limits,
+        };
+        // One bounded sweep now; the store's sweeper does the rest.
+        backend
+            .with_conn(|conn| sweep_batch(conn, now_ms()))
+            .map_err(|e| fail(&e))?;
+        Ok(backend)
+    }
+
+    fn with_conn<T>(
+        &self,
+        job: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        job(&self.conn.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Runs `job` on the blocking pool: SQLite calls may wait on the disk or
+    /// on another process's lock.
+    fn blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Connection, i64) -> rusqlite::Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
+        let conn = Arc::clone(&self.conn);
+        let path = self.path.clone();
+        async move {
+            let ran = tokio::task::spawn_blocking(move || {
+                // A panic while holding the lock cannot leave a statement half
+                // done (SQLite rolls it back), so a poisoned lock is usable.
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                job(&mut conn, now_ms())
+            })
+            .await;
+            match ran {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(e)) => Err(StoreError::Unavailable(format!("{}: {e}", path.display()))),
+                Err(e) => Err(StoreError::Unavailable(format!("{}: {e}", path.display()))),
+            }
+        }
+        .boxed()
+    }
+
+    fn ms(d: Duration) -> i64 {
+        i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn fetch_row(
+    conn: &Connection,
+    handle: &str,
+    max_len: usize,
+    now: i64,
+    idle: i64,
+) -> rusqlite::Result<Fetched> {
+    let refresh = "UPDATE sessions SET expires_at = :expires
+                   WHERE handle = :handle AND version > 0 AND expires_at > :now";
+    let params =
+        named_params! { ":expires": now.saturating_add(idle), ":handle": handle, ":now": now };
+    if conn.prepare_cached(refresh)?.execute(params)? == 0 {
+        return Ok(Fetched::Absent);
+    }
+    // length() reads a blob's size from its header; the blob itself is only
+    // returned when it fits.
+    let read = "SELECT length(record), CASE WHEN length(record) <= :max THEN record END
+                FROM records WHERE handle = :handle";
+    let max = i64::try_from(max_len).unwrap_or(i64::MAX);
+    let row = conn
+        .prepare_cached(read)?
+        .query_row(named_params! { ":max": max, ":handle": handle }, |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?))
+        })
+        .optional()?;
+    Ok(match row {
+        // Removed between the two statements.
+        None => Fetched::Absent,
+        Some((_, Some(record))) => Fetched::Record(record),
+        Some((len, None)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
+    })
+}
+
+fn lock_row(
+    conn: &Connection,
+    handle: &str,
+    token: u128,
+    now: i64,
+    ttl: i64,
+) -> rusqlite::Result<Option<u64>> {
+    let sql = format!(
+        "INSERT INTO sessions (handle, lease_token, lease_until) VALUES (:handle, :token, :until)
+         ON CONFLICT (handle) DO UPDATE SET lease_token = excluded.lease_token, lease_until = excluded.lease_until
+         WHERE sessions.lease_until <= :now
+         RETURNING {LIVE_VERSION}"
+    );
+    let params = named_params! {
+        ":handle": handle, ":token": token.to_le_bytes(), ":until": now.saturating_add(ttl), ":now": now,
+    };
+    let fence = conn
+        .prepare_cached(&sql)?
+        .query_row(params, |row| row.get::<_, i64>(0))
+        .optional()?;
+    Ok(fence.map(|v| v.max(0) as u64))
+}
+
+struct Put {
+    handle: String,
+    token: u128,
+    fence: i64,
+    record: Vec<u8>,
+}
+
+fn put_row(conn: &mut Connection, put: &Put, now: i64, idle: i64) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let update = format!(
+        "UPDATE sessions SET version = :fence + 1, expires_at = :expires
+         WHERE handle = :handle AND (lease_token = :token OR lease_until <= :now) AND {LIVE_VERSION} = :fence"
+    );
+    let expires = now.saturating_add(idle);
+    let mut claimed = tx.prepare_cached(&update)?.execute(named_params! {
+        ":fence": put.fence, ":expires": expires, ":handle": put.handle,
+        ":token": put.token.to_le_bytes(), ":now": now,
+    })? == 1;
+    if !claimed && put.fence == 0 {
+        // No row at all (never leased, or swept after our lease expired): a
+        // first save may create it.
+        let insert =
+            "INSERT INTO sessions (handle, version, expires_at) VALUES (:handle, 1, :expires)
+                      ON CONFLICT (handle) DO NOTHING";
+        let params = named_params! { ":handle": put.handle, ":expires": expires };
+        claimed = tx.prepare_cached(insert)?.execute(params)? == 1;
+    }
+    if !claimed {
+        return Ok(false);
+    }
+    let write = "INSERT OR REPLACE INTO records (handle, record) VALUES (:handle, :record)";
+    tx.prepare_cached(write)?
+        .execute(named_params! { ":handle": put.handle, ":record": put.record })?;
+    tx.commit()?;
+    Ok(true)
+}
+
+/// Deletes `handle`'s row (and record) when it holds neither a live record
+/// nor a live lease.
+fn drop_if_dead(conn: &Connection, handle: &str, now: i64) -> rusqlite::Result<()> {
+    let sql = format!(
+        "DELETE FROM sessions WHERE handle = :handle AND lease_until <= :now AND {LIVE_VERSION} = 0"
+    );
+    conn.prepare_cached(&sql)?
+        .execute(named_params! { ":handle": handle, ":now": now })?;
+    Ok(())
+}
+
+fn sweep_batch(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
+    let sql = "DELETE FROM sessions WHERE handle IN (
+                   SELECT handle FROM sessions WHERE expires_at <= :now AND lease_until <= :now LIMIT :batch)";
+    conn.prepare_cached(sql)?
+        .execute(named_params! { ":now": now, ":batch": SWEEP_BATCH })
+}
+
+/// Returns free pages to the file system, then empties the WAL, so the
+/// files shrink after sessions expire. Each pragma works a step per row, so
+/// its rows are read to the end (which `execute_batch` does not do).
+fn shrink(conn: &Connection) -> rusqlite::Result<()> {
+    for pragma in [
+        "PRAGMA incremental_vacuum",
+        "PRAGMA wal_checkpoint(TRUNCATE)",
+    ] {
+        let mut stmt = conn.prepare_cached(pragma)?;
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+    }
+    Ok(())
+}
+
+impl Backend for SqliteBackend {
+    fn kind(&self) -> &'static str {
+        "file"
+    }
+
+    fn describe(&self) -> String {
+        format!("file (SQLite) {}", self.path.display())
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.blocking(|conn, _| conn.query_row("SELECT count(*) FROM sessions", [], |_| Ok(())))
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        handle: &'a Handle,
+        max_len: usize,
+    ) -> BoxFuture<'a, Result<Fetched, StoreError>> {
+        let (handle, idle) = (handle.as_str().to_owned(), Self::ms(self.limits.idle));
+        self.blocking(move |conn, now| fetch_row(conn, &handle, max_len, now, idle))
+    }
+
+    fn try_lock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        let (handle, ttl) = (handle.as_str().to_owned(), Self::ms(self.limits.lease_ttl));
+        self.blocking(move |conn, now| lock_row(conn, &handle, token, now, ttl))
+    }
+
+    fn put<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let Ok(fence) = i64::try_from(fence) else {
+            return futures::future::ready(Ok(false)).boxed();
+        };
+        let put = Put {
+            handle: handle.as_str().to_owned(),
+            token,
+            fence,
+            record,
+        };
+        let idle = Self::ms(self.limits.idle);
+        self.blocking(move |conn, now| put_row(conn, &put, now, idle))
+    }
+
+    fn unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let handle = handle.as_str().to_owned();
+        self.blocking(move |conn, now| {
+            let sql = "UPDATE sessions SET lease_token = NULL, lease_until = 0 WHERE handle = :handle AND lease_token = :token";
+            conn.prepare_cached(sql)?.execute(named_params! { ":handle": handle, ":token": token.to_le_bytes() })?;
+            drop_if_dead(conn, &handle, now)
+        })
+    }
+
+    fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
+        let handle = handle.as_str().to_owned();
+        self.blocking(move |conn, now| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let sql = "UPDATE sessions SET version = 0, expires_at = 0 WHERE handle = :handle";
+            tx.prepare_cached(sql)?
+                .execute(named_params! { ":handle": handle })?;
+            let sql = "DELETE FROM records WHERE handle = :handle";
+            tx.prepare_cached(sql)?
+                .execute(named_params! { ":handle": handle })?;
+            drop_if_dead(&tx, &handle, now)?;
+            tx.commit()
+        })
+    }
+
+    fn sweep(&self) -> Option<BoxFuture<'_, Result<usize, StoreError>>> {
+        Some(
+            async move {
+                let mut total = 0;
+                loop {
+                    // One batch per blocking job, so saves get the lock in between.
+                    let n = self.blocking(|conn, now| sweep_batch(conn, now)).await?;
+                    total += n;
+                    if n < SWEEP_BATCH as usize {
+                        break;
+                    }
+                }
+                if total > 0 {
+                    self.blocking(|conn, _| shrink(conn)).await?;
+                }
+                Ok(total)
+            }
+            .boxed(),
+        )
+    }
+}
