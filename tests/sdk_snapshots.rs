@@ -13,14 +13,13 @@
 
 mod support;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use codemcp::sdk::Sdk;
 use codemcp::tooldef::ToolDef;
 use rmcp::ServiceExt;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use serde_json::Value;
 
 /// `CODEMCP_DESCRIPTION_BUDGET`'s default.
 const DEFAULT_BUDGET: usize = 8_000;
@@ -51,19 +50,7 @@ async fn list(server: &str, command: tokio::process::Command) -> Vec<ToolDef> {
     let _ = client.cancel().await;
     tools
         .into_iter()
-        .map(|t| ToolDef {
-            server: server.into(),
-            name: t.name.into_owned(),
-            description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
-            input_schema: Value::Object(Arc::unwrap_or_clone(t.input_schema)),
-            output_schema: t
-                .output_schema
-                .map(|s| Value::Object(Arc::unwrap_or_clone(s))),
-            read_only: t
-                .annotations
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false),
-        })
+        .map(|t| ToolDef::from_mcp(server, t))
         .collect()
 }
 
