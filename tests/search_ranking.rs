@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use codemcp::sdk::Sdk;
 use codemcp::tooldef::ToolDef;
 use rmcp::ServiceExt;
@@ -30,19 +28,7 @@ async fn catalog_1000() -> Vec<ToolDef> {
     let _ = client.cancel().await;
     tools
         .into_iter()
-        .map(|t| ToolDef {
-            server: "odd".into(),
-            name: t.name.into_owned(),
-            description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
-            input_schema: Value::Object(Arc::unwrap_or_clone(t.input_schema)),
-            output_schema: t
-                .output_schema
-                .map(|s| Value::Object(Arc::unwrap_or_clone(s))),
-            read_only: t
-                .annotations
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false),
-        })
+        .map(|t| ToolDef::from_mcp("odd", t))
         .collect()
 }
 

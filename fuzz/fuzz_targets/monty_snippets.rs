@@ -130,7 +130,7 @@ fn world() -> &'static World {
             server: "fake".into(),
             name: name.into(),
             description: format!("{name} tool"),
-            input_schema: json!({"type": "object", "properties": {"value": {}}}),
+            input_schema: json!({"type": "object", "properties": {"value": {}}}).into(),
             output_schema: None,
             read_only: true,
         };

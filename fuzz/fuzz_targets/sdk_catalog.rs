@@ -76,8 +76,8 @@ fuzz_target!(|tools: Vec<Tool>| {
             server: t.server.clone(),
             name: t.name.clone(),
             description: t.description.clone(),
-            input_schema: to_json(&t.input, 0),
-            output_schema: t.output.as_ref().map(|o| to_json(o, 0)),
+            input_schema: to_json(&t.input, 0).into(),
+            output_schema: t.output.as_ref().map(|o| to_json(o, 0).into()),
             read_only: t.read_only,
         })
         .collect();

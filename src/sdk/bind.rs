@@ -179,7 +179,7 @@ mod tests {
             server: "everything".into(),
             name: name.into(),
             description: String::new(),
-            input_schema,
+            input_schema: input_schema.into(),
             output_schema: None,
             read_only: false,
         }

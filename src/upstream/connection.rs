@@ -224,23 +224,10 @@ pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, U
     if cursor.is_some() {
         tracing::warn!(target: "codemcp::upstream", %server, "tools/list kept paginating; using the first {MAX_TOOL_PAGES} pages");
     }
-    Ok(tools.into_iter().map(|t| tool_def(server, t)).collect())
-}
-
-fn tool_def(server: &str, tool: Tool) -> ToolDef {
-    ToolDef {
-        server: server.to_owned(),
-        name: tool.name.into_owned(),
-        description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-        input_schema: serde_json::Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
-        output_schema: tool
-            .output_schema
-            .map(|s| serde_json::Value::Object(Arc::unwrap_or_clone(s))),
-        read_only: tool
-            .annotations
-            .and_then(|a| a.read_only_hint)
-            .unwrap_or(false),
-    }
+    Ok(tools
+        .into_iter()
+        .map(|t| ToolDef::from_mcp(server, t))
+        .collect())
 }
 
 /// Retry pacing for a server that went down: 0.5 s doubling to 30 s.

@@ -399,7 +399,7 @@ fn tool(server: &str, name: &str, description: &str, params: &[(&str, &str)]) ->
         server: server.to_owned(),
         name: name.to_owned(),
         description: description.to_owned(),
-        input_schema: json!({"type": "object", "properties": properties}),
+        input_schema: json!({"type": "object", "properties": properties}).into(),
         output_schema: None,
         read_only: false,
     }

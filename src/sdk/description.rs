@@ -1,19 +1,17 @@
-//! Text for the agent: the `execute_python` description and the `sdk.pyi` type stub.
+//! The `execute_python` description: the calling contract, then one line per tool, or a
+//! compact index of the tools when that would not fit in the budget.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::SdkFunction;
-use super::naming::{camel_case, is_bindable_identifier, words};
-use super::shared_types::{SharedTypes, unique};
-use super::types::{TypeCtx, py_str};
+use super::naming::words;
+use super::shared_types::SharedTypes;
+use super::summary::{one_line, truncate_words};
 
-const SUMMARY_CHARS: usize = 100;
 /// Longer defaults are `...` in the description's one-line signatures (the stub and
 /// `describe_tool` show them in full).
 const LINE_DEFAULT_CHARS: usize = 24;
 const SERVER_LABEL_CHARS: usize = 60;
-/// Object output schemas with more fields get `dict[str, Any]` instead of a `TypedDict`.
-const MAX_TYPED_DICT_FIELDS: usize = 100;
 
 const INTRO: &str = "\
 Run Python (a sandboxed subset). Each function below calls an upstream MCP tool (keyword or positional arguments) \
@@ -28,55 +26,6 @@ The snippet's result is its last expression, or a variable named `result`, plus 
 Variables, functions and imports persist across calls in the same session.";
 
 const INDEX_TAIL: &str = "Signatures are omitted to save space: use search_tools(query) to find a tool and describe_tool(name) for its signature.";
-
-/// Whitespace (and control characters) collapsed to single spaces, trimmed.
-pub fn one_line(text: &str) -> String {
-    text.split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The first sentence of `description` on one line, cut at a word to about 100 characters.
-pub fn summary(description: &str) -> String {
-    truncate_words(&one_line(first_sentence(description)), SUMMARY_CHARS)
-}
-
-fn first_sentence(text: &str) -> &str {
-    let text = text.trim_start();
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        let ends = match c {
-            '.' | '!' | '?' => {
-                next.is_none_or(char::is_whitespace) && !ends_with_abbreviation(&text[..i])
-            }
-            '\n' => {
-                next == Some('\n')
-                    || text[i + 1..]
-                        .trim_start_matches([' ', '\t'])
-                        .starts_with('\n')
-            }
-            _ => false,
-        };
-        if ends {
-            let end = if c == '\n' { i } else { i + c.len_utf8() };
-            return &text[..end];
-        }
-    }
-    text
-}
-
-fn ends_with_abbreviation(before_dot: &str) -> bool {
-    let word = before_dot
-        .rsplit(|c: char| c.is_whitespace() || c == '(')
-        .next()
-        .unwrap_or("");
-    [
-        "e.g", "i.e", "etc", "vs", "eg", "ie", "approx", "incl", "esp",
-    ]
-    .contains(&word.to_ascii_lowercase().as_str())
-}
 
 /// `dict[str, Any]` → `dict` and `list[Any]` → `list` outside string literals: the same
 /// types in fewer tokens, for the description (the stub keeps the long forms).
@@ -104,21 +53,6 @@ fn terse(hint: &str) -> String {
         rest = &rest[step..];
     }
     out
-}
-
-fn truncate_words(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    let at_word = match cut.rfind(' ') {
-        Some(space) if space > cut.len() / 2 => &cut[..space],
-        _ => cut.as_str(),
-    };
-    format!(
-        "{}…",
-        at_word.trim_end_matches(|c: char| c.is_whitespace() || ",;:-".contains(c))
-    )
 }
 
 /// One line per tool. `-> str` is left out: the intro says a call without a declared result
@@ -322,219 +256,9 @@ fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
     ranked
 }
 
-const STUB_HEADER: &str = r#"# codemcp SDK: the functions available inside execute_python (generated; do not edit).
-# Calls are synchronous; `await` them (or asyncio.gather) to run several concurrently.
-from typing import Any, Literal, TypedDict
-
-
-class ToolError(RuntimeError):
-    """Raised when a tool call fails; str(e) is the upstream's message."""
-
-    server: str
-    tool: str
-
-
-def search_tools(query: str, limit: int = 10) -> list[dict[str, str]]:
-    """Find tools by keywords. Each hit has `name`, `signature` and `summary`."""
-    ...
-
-
-def describe_tool(name: str) -> dict[str, Any]:
-    """Everything about one tool: signature, full description, parameters, schemas.
-
-    `name` is a function name, `server.tool`, or a tool's own name when unique.
-    """
-    ...
-"#;
-
-/// The full type stub. It always parses as Python, whatever the tools contain.
-pub fn stub(functions: &[SdkFunction]) -> String {
-    let mut out = STUB_HEADER.to_owned();
-    let shared = SharedTypes::find(functions);
-    let mut class_names: BTreeSet<String> = shared.names().map(str::to_owned).collect();
-    let mut declared: BTreeSet<String> = BTreeSet::new();
-    for f in functions {
-        out.push_str("\n\n");
-        let shared_name = f.return_hint.as_deref().and_then(|h| shared.name_of(h));
-        let returns = match (shared_name, result_fields(f)) {
-            (Some(name), Some(fields)) => {
-                if declared.insert(name.to_owned()) {
-                    out.push_str(&typed_dict(name, &shared_fields(functions, f, &fields)));
-                    out.push_str("\n\n");
-                }
-                name.to_owned()
-            }
-            (None, Some(fields)) => {
-                let name = unique_class_name(f, &mut class_names);
-                out.push_str(&typed_dict(&name, &fields));
-                out.push_str("\n\n");
-                name
-            }
-            (_, None) => f.return_hint.clone().unwrap_or_else(|| "str".to_owned()),
-        };
-        out.push_str(&format!("def {}:\n", f.signature_returning(&returns)));
-        out.push_str(&docstring(f));
-        out.push_str("    ...\n");
-    }
-    out
-}
-
-type Fields = Vec<(String, String, bool)>;
-
-/// The fields of an object output schema with properties, when they make a `TypedDict`.
-fn result_fields(f: &SdkFunction) -> Option<Fields> {
-    if f.unwrap_result {
-        return None;
-    }
-    let output = f.output_schema.as_ref()?;
-    let fields = TypeCtx::new(output).object_fields(output, MAX_TYPED_DICT_FIELDS + 1)?;
-    (!fields.is_empty() && fields.len() <= MAX_TYPED_DICT_FIELDS).then_some(fields)
-}
-
-/// `fields` of a shared result, each required only when every tool sharing it requires it.
-fn shared_fields(functions: &[SdkFunction], first: &SdkFunction, fields: &Fields) -> Fields {
-    let sharing: Vec<Fields> = functions
-        .iter()
-        .filter(|g| g.return_hint == first.return_hint)
-        .filter_map(result_fields)
-        .collect();
-    fields
-        .iter()
-        .map(|(name, hint, _)| {
-            let required = sharing
-                .iter()
-                .all(|other| other.iter().any(|(n, _, r)| n == name && *r));
-            (name.clone(), hint.clone(), required)
-        })
-        .collect()
-}
-
-fn unique_class_name(f: &SdkFunction, taken: &mut BTreeSet<String>) -> String {
-    unique(format!("{}Result", camel_case(&f.py_name)), taken)
-}
-
-/// A `TypedDict` named `name` with `fields`: class syntax when every field is an
-/// identifier, else the functional form.
-fn typed_dict(name: &str, fields: &Fields) -> String {
-    if fields
-        .iter()
-        .all(|(field, _, _)| is_bindable_identifier(field))
-    {
-        let body: Vec<String> = fields
-            .iter()
-            .map(|(field, hint, required)| {
-                let note = if *required { "" } else { "  # may be absent" };
-                format!("    {field}: {hint}{note}\n")
-            })
-            .collect();
-        format!("class {name}(TypedDict):\n{}", body.concat())
-    } else {
-        let body: Vec<String> = fields
-            .iter()
-            .map(|(field, hint, _)| format!("{}: {hint}", py_str(field)))
-            .collect();
-        format!(
-            "{name} = TypedDict({}, {{{}}})\n",
-            py_str(name),
-            body.join(", ")
-        )
-    }
-}
-
-fn docstring(f: &SdkFunction) -> String {
-    let mut text = f.description.trim().to_owned();
-    let documented: Vec<String> = f
-        .params
-        .iter()
-        .map(|p| {
-            let wire = if p.wire_name == p.py_name {
-                String::new()
-            } else {
-                format!(" (sent as {})", py_str(&p.wire_name))
-            };
-            let desc = if p.description.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", p.description)
-            };
-            format!("    {}{wire}{desc}", p.py_name)
-        })
-        .collect();
-    if !documented.is_empty() {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str("Args:\n");
-        text.push_str(&documented.join("\n"));
-    }
-    let server = format!(
-        "Upstream: server {}, tool {}.",
-        py_str(&f.server),
-        py_str(&f.tool)
-    );
-    if !text.is_empty() {
-        text.push_str("\n\n");
-    }
-    text.push_str(&server);
-    let body: Vec<String> = escape_docstring(&text)
-        .lines()
-        .map(|line| {
-            if line.trim().is_empty() {
-                String::new()
-            } else {
-                format!("    {line}")
-            }
-        })
-        .collect();
-    format!("    \"\"\"\n{}\n    \"\"\"\n", body.join("\n"))
-}
-
-/// Makes `text` safe inside a `"""` string: backslashes doubled, any quote that could join
-/// another (or the closing quotes) escaped, control characters escaped, line ends unified.
-fn escape_docstring(text: &str) -> String {
-    let text = text.replace("\r\n", "\n").replace('\r', "\n");
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' if chars.peek().is_none_or(|&n| n == '"') => out.push_str("\\\""),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() || (c.is_whitespace() && c != ' ') || c == '\u{feff}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn summaries() {
-        assert_eq!(
-            summary("Adds two numbers. Returns the sum."),
-            "Adds two numbers."
-        );
-        assert_eq!(summary("  Fetch   the\n page!  More"), "Fetch the page!");
-        assert_eq!(
-            summary("Find files (e.g. logs) fast. Next."),
-            "Find files (e.g. logs) fast."
-        );
-        assert_eq!(summary("Title line\n\nBody text."), "Title line");
-        assert_eq!(summary("Version 1.5 of the API"), "Version 1.5 of the API");
-        assert_eq!(summary(""), "");
-        let long = "word ".repeat(40);
-        let s = summary(&long);
-        assert!(
-            s.ends_with("word…") && s.chars().count() <= SUMMARY_CHARS,
-            "{s}"
-        );
-        assert_eq!(summary("a\u{0}b"), "a b");
-    }
 
     #[test]
     fn terse_hints_keep_string_literals() {
@@ -550,15 +274,5 @@ mod tests {
             terse("g(s: Literal[\"list[Any]\"])"),
             "g(s: Literal[\"list[Any]\"])"
         );
-    }
-
-    #[test]
-    fn docstring_escaping() {
-        assert_eq!(
-            escape_docstring(r#"say """hi""" \n"#),
-            r#"say \"\""hi\"\"" \\n"#
-        );
-        assert_eq!(escape_docstring("ends with \""), "ends with \\\"");
-        assert_eq!(escape_docstring("a\r\nb\rc\u{0}"), "a\nb\nc\\u0000");
     }
 }
