@@ -172,8 +172,7 @@ impl DockerSpawner {
         // Docker before 26 gives containers on an internal network a default
         // route to the host (which drops what they send through it); removing it
         // needs the container's network namespace, so root.
-        // SAFETY: geteuid has no preconditions.
-        let drop_route = unsafe { libc::geteuid() } == 0;
+        let drop_route = nix::unistd::geteuid().is_root();
         if !drop_route {
             tracing::warn!(target: "codemcp::worker", "not root: worker containers keep the default route Docker < 26 adds on internal networks (the host drops traffic sent through it)");
         }
@@ -653,24 +652,18 @@ async fn reap_stale(docker: &Docker, me: &Gateway) {
 /// Route removal inside a container's network namespace.
 mod netns {
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-    const RTM_DELROUTE: u16 = 25;
-    const NLM_F_REQUEST: u16 = 1;
-    const NLM_F_ACK: u16 = 4;
-    const RT_TABLE_MAIN: u8 = 254;
-    /// As a delete filter: any scope.
-    const RT_SCOPE_NOWHERE: u8 = 255;
+    use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
+    use netlink_packet_route::route::{RouteHeader, RouteMessage, RouteScope};
+    use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
     /// Deletes the IPv4 default route of the process `pid`'s network namespace.
     pub fn drop_default_route(pid: i64) -> io::Result<()> {
         let namespace = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
         // setns changes only the calling thread, so use one that ends right after.
         std::thread::spawn(move || {
-            // SAFETY: a valid namespace fd; only this short-lived thread moves.
-            if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            nix::sched::setns(&namespace, nix::sched::CloneFlags::CLONE_NEWNET)?;
             delete_default_route()
         })
         .join()
@@ -678,59 +671,36 @@ mod netns {
     }
 
     fn delete_default_route() -> io::Result<()> {
-        // SAFETY: plain socket(2); the fd is owned right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor nobody else owns.
-        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-        // nlmsghdr (16 bytes) + rtmsg (12 bytes): delete 0.0.0.0/0 in the main table.
-        let mut message = Vec::with_capacity(28);
-        message.extend_from_slice(&28u32.to_ne_bytes());
-        message.extend_from_slice(&RTM_DELROUTE.to_ne_bytes());
-        message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
-        message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-        message.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel
-        let family = u8::try_from(libc::AF_INET).unwrap_or(2);
-        message.extend_from_slice(&[family, 0, 0, 0, RT_TABLE_MAIN, 0, RT_SCOPE_NOWHERE, 0]);
-        message.extend_from_slice(&0u32.to_ne_bytes()); // flags
-        // SAFETY: the buffer is valid for its length.
-        let sent = unsafe {
-            libc::send(
-                socket.as_raw_fd(),
-                message.as_ptr().cast(),
-                message.len(),
-                0,
-            )
-        };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut reply = [0u8; 256];
-        // SAFETY: the buffer is valid for its length.
-        let got = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                reply.as_mut_ptr().cast(),
-                reply.len(),
-                0,
-            )
-        };
-        if got < 20 {
-            return Err(io::Error::last_os_error());
-        }
-        // nlmsgerr: the header, then a negative errno (0 = done).
-        let errno = -i32::from_ne_bytes([reply[16], reply[17], reply[18], reply[19]]);
-        match errno {
-            0 | libc::ESRCH => Ok(()),
-            errno => Err(io::Error::from_raw_os_error(errno)),
+        // 0.0.0.0/0 in the main table: no destination attribute, prefix length
+        // 0. As a delete filter, scope "nowhere" matches a route of any scope.
+        let mut route = RouteMessage::default();
+        route.header.address_family = AddressFamily::Inet;
+        route.header.table = RouteHeader::RT_TABLE_MAIN;
+        route.header.scope = RouteScope::NoWhere;
+        let mut request = NetlinkMessage::from(RouteNetlinkMessage::DelRoute(route));
+        request.header.flags = NLM_F_REQUEST | NLM_F_ACK;
+        request.header.sequence_number = 1;
+        request.finalize();
+        let mut bytes = vec![0; request.buffer_len()];
+        request.serialize(&mut bytes);
+
+        let socket = Socket::new(NETLINK_ROUTE)?;
+        // Port 0: the kernel.
+        socket.send_to(&bytes, &SocketAddr::new(0, 0), 0)?;
+        let (reply, _) = socket.recv_from_full()?;
+        let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
+            .map_err(|e| io::Error::other(format!("a netlink answer that does not parse: {e}")))?;
+        match reply.payload {
+            // The acknowledgement carries no error code.
+            NetlinkPayload::Error(ack) if ack.code.is_none() => Ok(()),
+            NetlinkPayload::Error(nack) => match nack.to_io() {
+                // No default route (Docker 26 and later): nothing to delete.
+                e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+                e => Err(e),
+            },
+            other => Err(io::Error::other(format!(
+                "an unexpected netlink answer: {other:?}"
+            ))),
         }
     }
 }

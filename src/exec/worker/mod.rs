@@ -593,13 +593,11 @@ fn bootstrap_sha256() -> String {
 }
 
 fn sha256_hex(data: &[u8]) -> String {
-    // rustls (linked with ring for https upstreams) has SHA-256; no crate for one digest.
-    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
-    suite
-        .tls13()
-        .map(|s| s.common.hash_provider.hash(data))
-        .map(|digest| digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
-        .unwrap_or_default()
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl Engine for WorkerEngine {
