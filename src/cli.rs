@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::settings::OutputFormat;
-use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
+use crate::config::settings::values::Rejected;
+use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
 use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, SessionId, ToolHost, Transport};
@@ -26,6 +27,10 @@ pub struct Cli {
     /// Upstream servers file (default: $CODEMCP_CONFIG, then ~/.config/codemcp/mcp.json)
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
+    /// Limits and switches; each flag also reads the `CODEMCP_*` variable
+    /// shown with it, and wins over it.
+    #[command(flatten)]
+    pub settings: Settings,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -51,7 +56,17 @@ pub enum Command {
 
 /// Parses the command line, runs it, and maps failures to an exit code.
 pub async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => match bad_env(&err) {
+            // Named as it was set: the variable, its value, what it should be.
+            Some(bad) => {
+                eprintln!("codemcp: {bad}");
+                return ExitCode::from(2);
+            }
+            None => err.exit(),
+        },
+    };
     match run(cli).await {
         Ok(code) => code,
         Err(message) => {
@@ -61,13 +76,25 @@ pub async fn main() -> ExitCode {
     }
 }
 
+/// The setting behind `err` when the rejected value is its `CODEMCP_*`
+/// variable's; `None` when the value came from the flag (clap's own message
+/// names the flag then) or `err` is about something else.
+fn bad_env(err: &clap::Error) -> Option<ConfigError> {
+    let rejected = Rejected::from_clap(err)?;
+    // The value itself tells: clap checks the variable even when the flag
+    // comes after the subcommand, so "was the flag given" would not.
+    let from_env = std::env::var_os(&rejected.var)
+        .is_some_and(|value| value.to_string_lossy() == rejected.value.as_str());
+    from_env.then(|| rejected.into())
+}
+
 async fn run(cli: Cli) -> Result<ExitCode, String> {
-    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let settings = cli.settings;
     let path = config::resolve_path(cli.config.as_deref());
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
     let limits = UpstreamLimits {
-        tool_timeout: settings.tool_timeout,
-        max_message: settings.max_tool_result_bytes,
+        tool_timeout: settings.upstream.tool_timeout,
+        max_message: settings.upstream.max_tool_result_bytes,
     };
     let catalog = Catalog::connect(&upstreams, limits).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {
@@ -96,9 +123,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 settings.output,
             );
             let access = HttpAccess {
-                allowed_hosts: settings.allowed_hosts.clone(),
-                allowed_origins: settings.allowed_origins.clone(),
-                token: settings.http_token.clone(),
+                allowed_hosts: settings.http.allowed_hosts.clone(),
+                allowed_origins: settings.http.allowed_origins.clone(),
+                token: settings.http.http_token.clone(),
             };
             let shutdown = CancellationToken::new();
             let stop = shutdown.clone();
@@ -183,17 +210,17 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
     for skipped in catalog.skipped() {
         println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
     }
-    let placement = match settings.monty_placement {
+    let placement = match settings.monty.monty_placement {
         Some(MontyPlacement::InProcess) => "in-process (CODEMCP_MONTY=inprocess)",
         Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
         None => "in-process for stdio, worker pool for serve --http (CODEMCP_MONTY unset)",
     };
     println!(
         "engine: monty, {placement}; memory {} MiB, run limit {} ms",
-        settings.monty_mem_limit >> 20,
-        settings.exec_timeout.as_millis()
+        settings.monty.monty_mem_limit >> 20,
+        settings.limits.exec_timeout.as_millis()
     );
-    match find_worker_binary(settings.monty_bin.as_deref()) {
+    match find_worker_binary(settings.monty.monty_bin.as_deref()) {
         Ok(binary) => match worker_binary_runs(&binary).await {
             Ok(()) => println!("monty worker binary: {} (usable)", binary.display()),
             Err(e) => println!(
@@ -203,7 +230,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         },
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
-    let status = docker::status(&settings.docker_image).await;
+    let status = docker::status(&settings.cpython.docker_image).await;
     match &status.engine {
         Ok(version) => println!("docker engine: {version} (answers)"),
         Err(e) => println!("docker engine: NOT usable: {e}"),
@@ -213,11 +240,11 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         Some(Err(e)) => println!("docker image: NOT usable: {e}"),
         None => println!(
             "docker image: {} (not checked: no engine)",
-            settings.docker_image
+            settings.cpython.docker_image
         ),
     }
     let docker_usable = matches!(status.image, Some(Ok(_)));
-    let fallback = match (settings.isolation, settings.fallback) {
+    let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
         (Isolation::HostSystem, _) => {
             "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)".to_owned()
         }
@@ -254,5 +281,44 @@ async fn worker_binary_runs(binary: &std::path::Path) -> Result<(), String> {
         Ok(Ok(output)) => Err(format!("exited with {}", output.status)),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("did not finish within 10 s".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+
+    /// Parses `args` with the environment ignored.
+    fn parse(args: &[&str]) -> Cli {
+        let matches = Cli::command()
+            .mut_args(|arg| arg.env(None))
+            .try_get_matches_from(args)
+            .unwrap_or_else(|err| panic!("{args:?}: {err}"));
+        Cli::from_arg_matches(&matches).expect("matches fit Cli")
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn settings_flags_go_before_or_after_the_subcommand() {
+        let cli = parse(&[
+            "codemcp",
+            "--max-tool-calls=7",
+            "exec",
+            "--max-sessions",
+            "3",
+            "print(1)",
+        ]);
+        assert_eq!(cli.settings.limits.max_tool_calls, 7);
+        assert_eq!(cli.settings.sessions.max_sessions, 3);
+        assert!(matches!(cli.command, Some(Command::Exec { code }) if code == "print(1)"));
+        let cli = parse(&["codemcp", "serve", "--fallback", "HOST"]);
+        assert_eq!(cli.settings.cpython.fallback, Fallback::Host);
+        assert_eq!(parse(&["codemcp"]).settings, Settings::default());
     }
 }

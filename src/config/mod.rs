@@ -1,5 +1,5 @@
 //! Configuration: the upstream servers file ([`file`]) and the runtime limits
-//! read from `CODEMCP_*` environment variables ([`settings`]).
+//! read from flags and `CODEMCP_*` environment variables ([`settings`]).
 //!
 //! Both are read once at startup. Nothing here touches the network or spawns
 //! anything; the upstream module acts on the [`UpstreamConfig`] it is given.
@@ -15,7 +15,10 @@ pub use file::{
     ConfigPath, ConfigSource, ServerConfig, SkippedServer, Transport, UpstreamConfig, load, parse,
     resolve_path,
 };
-pub use settings::{Fallback, Isolation, MontyPlacement, OutputFormat, Settings};
+pub use settings::{
+    CpythonSettings, Fallback, HttpSettings, Isolation, MontyPlacement, MontySettings,
+    OutputFormat, RunLimits, SessionSettings, Settings, UpstreamSettings,
+};
 
 /// Why the configuration could not be read.
 ///

@@ -12,7 +12,10 @@ use super::monty::{MontyEngine, MontyLimits};
 use super::router::Router;
 use super::worker::docker::DockerConfig;
 use super::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
-use crate::config::{Fallback, Isolation, MontyPlacement, Settings};
+use crate::config::{
+    CpythonSettings, Fallback, Isolation, MontyPlacement, MontySettings, RunLimits,
+    SessionSettings, Settings,
+};
 
 /// How long an explicitly chosen Docker engine may take to answer.
 const DOCKER_WAIT: Duration = Duration::from_secs(10);
@@ -45,36 +48,48 @@ pub enum ExecError {
 /// When an engine asked for explicitly cannot start (no worker binary, no
 /// Docker engine or image, no usable Python).
 pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor, ExecError> {
-    let engine: Arc<dyn Engine> = match settings.isolation {
+    let Settings {
+        limits,
+        sessions,
+        monty,
+        cpython,
+        ..
+    } = settings;
+    let workers = worker_limits(limits, sessions, cpython);
+    let engine: Arc<dyn Engine> = match cpython.isolation {
         Isolation::Monty => {
-            let monty = monty_engine(settings, transport).await?;
-            let (fallback, hint) = fallback(settings).await?;
-            Arc::new(Router::new(monty, fallback, hint))
+            let limits = monty_limits(limits, sessions, monty);
+            let primary = monty_engine(limits, monty, transport).await?;
+            let (fallback, hint) = fallback(cpython, workers).await?;
+            Arc::new(Router::new(primary, fallback, hint))
         }
-        Isolation::HostSystem => host_workers(settings, "CODEMCP_ISOLATION=HOST_SYSTEM").await?,
-        Isolation::Docker => {
-            docker_workers(settings, DOCKER_WAIT, true)
-                .await
-                .map_err(|source| ExecError::Workers {
-                    setting: "CODEMCP_ISOLATION=DOCKER",
-                    source,
-                })?
+        Isolation::HostSystem => {
+            host_workers(cpython, workers, "CODEMCP_ISOLATION=HOST_SYSTEM").await?
         }
+        Isolation::Docker => docker_workers(cpython, workers, DOCKER_WAIT, true)
+            .await
+            .map_err(|source| ExecError::Workers {
+                setting: "CODEMCP_ISOLATION=DOCKER",
+                source,
+            })?,
     };
     tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
     let checks = RunChecks {
-        exec_timeout: settings.exec_timeout,
-        max_source_bytes: settings.max_source_bytes,
+        exec_timeout: limits.exec_timeout,
+        max_source_bytes: limits.max_source_bytes,
     };
     Ok(Executor::new(engine, checks))
 }
 
 /// The CPython engine Monty escalates to, or `None` and what to say instead.
-async fn fallback(settings: &Settings) -> Result<(Option<Arc<WorkerEngine>>, String), ExecError> {
-    Ok(match settings.fallback {
-        Fallback::Host => (Some(host_workers(settings, "CODEMCP_FALLBACK=host").await?), String::new()),
+async fn fallback(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+) -> Result<(Option<Arc<WorkerEngine>>, String), ExecError> {
+    Ok(match cpython.fallback {
+        Fallback::Host => (Some(host_workers(cpython, limits, "CODEMCP_FALLBACK=host").await?), String::new()),
         Fallback::Docker => {
-            let workers = docker_workers(settings, DOCKER_WAIT, true)
+            let workers = docker_workers(cpython, limits, DOCKER_WAIT, true)
                 .await
                 .map_err(|source| ExecError::Workers {
                     setting: "CODEMCP_FALLBACK=docker",
@@ -82,7 +97,7 @@ async fn fallback(settings: &Settings) -> Result<(Option<Arc<WorkerEngine>>, Str
                 })?;
             (Some(workers), String::new())
         }
-        Fallback::Auto => match docker_workers(settings, DOCKER_AUTO_WAIT, false).await {
+        Fallback::Auto => match docker_workers(cpython, limits, DOCKER_AUTO_WAIT, false).await {
             Ok(workers) => (Some(workers), String::new()),
             Err(e) => {
                 tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
@@ -93,44 +108,44 @@ async fn fallback(settings: &Settings) -> Result<(Option<Arc<WorkerEngine>>, Str
     })
 }
 
-fn monty_limits(settings: &Settings) -> MontyLimits {
+fn monty_limits(run: &RunLimits, sessions: &SessionSettings, monty: &MontySettings) -> MontyLimits {
     MontyLimits {
-        exec_timeout: settings.exec_timeout,
-        max_output_bytes: settings.max_output_bytes,
-        max_result_bytes: settings.max_result_bytes,
-        max_tool_calls: settings.max_tool_calls,
-        max_recursion_depth: settings.max_recursion_depth,
-        max_sleep_total: settings.max_sleep_total,
-        memory_limit: settings.monty_mem_limit,
-        session_idle: settings.session_idle,
-        max_sessions: settings.max_sessions,
+        exec_timeout: run.exec_timeout,
+        max_output_bytes: run.max_output_bytes,
+        max_result_bytes: run.max_result_bytes,
+        max_tool_calls: run.max_tool_calls,
+        max_recursion_depth: run.max_recursion_depth,
+        max_sleep_total: run.max_sleep_total,
+        memory_limit: monty.monty_mem_limit,
+        session_idle: sessions.session_idle,
+        max_sessions: sessions.max_sessions,
     }
 }
 
 /// The Monty engine in the placement `CODEMCP_MONTY` asks for, else the
 /// transport's default.
 async fn monty_engine(
-    settings: &Settings,
+    limits: MontyLimits,
+    monty: &MontySettings,
     transport: Transport,
 ) -> Result<Arc<dyn Engine>, ExecError> {
     let default = match transport {
         Transport::Stdio => MontyPlacement::InProcess,
         Transport::Http => MontyPlacement::Pool,
     };
-    let limits = monty_limits(settings);
-    Ok(match settings.monty_placement.unwrap_or(default) {
+    Ok(match monty.monty_placement.unwrap_or(default) {
         MontyPlacement::InProcess => {
             let engine = MontyEngine::new(limits);
             // Where runs go if runaway runs make the in-process engine retire.
-            Arc::new(match find_worker_binary(settings.monty_bin.as_deref()) {
-                Ok(binary) => engine.with_spare_pool(binary, settings.monty_workers),
+            Arc::new(match find_worker_binary(monty.monty_bin.as_deref()) {
+                Ok(binary) => engine.with_spare_pool(binary, monty.monty_workers),
                 Err(_) => engine,
             })
         }
         MontyPlacement::Pool => {
-            let binary = find_worker_binary(settings.monty_bin.as_deref())
+            let binary = find_worker_binary(monty.monty_bin.as_deref())
                 .map_err(|e| ExecError::MontyPool(e.to_string()))?;
-            let pool = PoolEngine::start(limits, binary, settings.monty_workers)
+            let pool = PoolEngine::start(limits, binary, monty.monty_workers)
                 .await
                 .map_err(|e| ExecError::MontyPool(e.to_string()))?;
             Arc::new(pool)
@@ -138,39 +153,45 @@ async fn monty_engine(
     })
 }
 
-fn worker_limits(settings: &Settings) -> WorkerLimits {
+fn worker_limits(
+    run: &RunLimits,
+    sessions: &SessionSettings,
+    cpython: &CpythonSettings,
+) -> WorkerLimits {
     WorkerLimits {
-        exec_timeout: settings.exec_timeout,
-        max_output_bytes: settings.max_output_bytes,
-        max_result_bytes: settings.max_result_bytes,
-        max_tool_calls: settings.max_tool_calls,
-        session_idle: settings.worker_idle,
-        max_sessions: settings.max_sessions,
+        exec_timeout: run.exec_timeout,
+        max_output_bytes: run.max_output_bytes,
+        max_result_bytes: run.max_result_bytes,
+        max_tool_calls: run.max_tool_calls,
+        session_idle: cpython.worker_idle,
+        max_sessions: sessions.max_sessions,
     }
 }
 
 async fn host_workers(
-    settings: &Settings,
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
     setting: &'static str,
 ) -> Result<Arc<WorkerEngine>, ExecError> {
-    WorkerEngine::start_host(
-        worker_limits(settings),
-        find_python(settings.python.as_deref()),
-    )
-    .await
-    .map_err(|source| ExecError::Workers { setting, source })
+    WorkerEngine::start_host(limits, find_python(cpython.python.as_deref()))
+        .await
+        .map_err(|source| ExecError::Workers { setting, source })
+}
+
+fn docker_config(cpython: &CpythonSettings) -> DockerConfig {
+    DockerConfig {
+        image: cpython.docker_image.clone(),
+        memory_bytes: cpython.docker_memory as u64,
+        pids: cpython.docker_pids,
+        nano_cpus: cpython.docker_nano_cpus,
+    }
 }
 
 async fn docker_workers(
-    settings: &Settings,
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
     within: Duration,
     prewarm: bool,
 ) -> Result<Arc<WorkerEngine>, WorkerError> {
-    let config = DockerConfig {
-        image: settings.docker_image.clone(),
-        memory_bytes: settings.docker_memory as u64,
-        pids: settings.docker_pids,
-        nano_cpus: settings.docker_nano_cpus,
-    };
-    WorkerEngine::start_docker(worker_limits(settings), config, within, prewarm).await
+    WorkerEngine::start_docker(limits, docker_config(cpython), within, prewarm).await
 }
