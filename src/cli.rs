@@ -12,8 +12,9 @@ use crate::config::settings::OutputFormat;
 use crate::config::settings::values::Rejected;
 use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
 use crate::exec::monty::pool::find_worker_binary;
+use crate::exec::store::Owner;
 use crate::exec::worker::docker;
-use crate::exec::{self, Executor, RunControl, RunRequest, SessionId, ToolHost, Transport};
+use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
 use crate::server::{self, HttpAccess, Shared};
 use crate::upstream::{Catalog, UpstreamLimits};
 
@@ -163,16 +164,13 @@ async fn exec_once(
     output: OutputFormat,
 ) -> ExitCode {
     let host: Arc<dyn ToolHost> = Arc::new(catalog);
+    let request = RunRequest {
+        code,
+        timeout: None,
+        session: None,
+    };
     let execution = executor
-        .run(
-            SessionId::next(),
-            RunRequest {
-                code,
-                timeout: None,
-            },
-            host,
-            RunControl::default(),
-        )
+        .run(Owner::anonymous(), request, host, RunControl::default())
         .await;
     print!("{}", server::render(&execution, output));
     if execution.error.is_some() {

@@ -154,8 +154,10 @@ async fn a_worker_killed_from_outside_is_replaced() {
 async fn sequential_sessions_leak_neither_workers_nor_file_descriptors() {
     let gateway = start_http(json!({}), &[("CODEMCP_MONTY", "pool")]).await;
     let gateway_pid = pid(&gateway);
-    // Warm up: the pool and the HTTP server reach their steady state.
-    for _ in 0..5 {
+    // Warm up: the pool and the HTTP server reach their steady state, with
+    // every worker held by an idle session (sessions outlive their clients;
+    // the least recently used gives its worker up to a new one).
+    for _ in 0..20 {
         let client = connect(&gateway.url).await;
         exec(&client, "1").await;
         let _ = client.cancel().await;

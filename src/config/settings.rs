@@ -117,7 +117,7 @@ pub struct RunLimits {
 }
 
 /// MCP sessions and the interpreter state they hold.
-#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[derive(Clone, PartialEq, Eq, Args)]
 #[command(next_help_heading = "Sessions")]
 pub struct SessionSettings {
     /// An MCP session with no calls for this long is dropped with its
@@ -131,6 +131,42 @@ pub struct SessionSettings {
     #[arg(value_name = "N", default_value = "64")]
     #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
     pub max_sessions: usize,
+    /// Where session state is kept between calls: `memory`, `file` or
+    /// `file:PATH` (SQLite; survives restarts), `redis://HOST:PORT[/DB]`
+    /// (shared by several gateways). Unset: memory for stdio, file for HTTP.
+    #[arg(long = "session-store", env = "CODEMCP_SESSION_STORE")]
+    #[arg(value_name = "STORE", default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::new(token))]
+    pub session_store: std::option::Option<String>,
+    /// The key that authenticates saved sessions: 32 characters or more, the
+    /// same on every gateway of a deployment. Unset: a key file created in
+    /// the state directory.
+    #[arg(long = "session-key", env = "CODEMCP_SESSION_KEY")]
+    #[arg(value_name = "KEY", hide_env_values = true)]
+    #[arg(default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::untrimmed(token))]
+    pub session_key: std::option::Option<String>,
+    /// The largest saved session; a bigger one lives only in memory.
+    #[arg(long = "max-session-bytes", env = "CODEMCP_MAX_SESSION_BYTES")]
+    #[arg(value_name = "SIZE", default_value = "16MiB")]
+    #[arg(global = true, value_parser = Lenient::new(size))]
+    pub max_session_bytes: usize,
+}
+
+/// The session key is a credential; show only whether it is set.
+impl fmt::Debug for SessionSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionSettings")
+            .field("session_idle", &self.session_idle)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_store", &self.session_store)
+            .field(
+                "session_key",
+                &self.session_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_session_bytes", &self.max_session_bytes)
+            .finish()
+    }
 }
 
 /// The Monty engine.

@@ -9,7 +9,9 @@ use super::Engine;
 use super::executor::{Executor, RunChecks};
 use super::monty::pool::{PoolEngine, find_worker_binary};
 use super::monty::{MontyEngine, MontyLimits};
+use super::persistence::Persistence;
 use super::router::Router;
+use super::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
 use super::worker::docker::DockerConfig;
 use super::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::config::{
@@ -21,6 +23,8 @@ use crate::config::{
 const DOCKER_WAIT: Duration = Duration::from_secs(10);
 /// How long `CODEMCP_FALLBACK=auto` waits for one before going without.
 const DOCKER_AUTO_WAIT: Duration = Duration::from_secs(2);
+/// How long past the run limit a session's lease lasts (saving takes time too).
+const LEASE_SLACK: Duration = Duration::from_secs(30);
 
 /// Where clients reach the gateway; decides Monty's default placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +37,8 @@ pub enum Transport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
+    #[error("CODEMCP_SESSION_STORE: {0}")]
+    Store(StoreError),
     #[error("CODEMCP_MONTY=pool: {0}")]
     MontyPool(String),
     #[error("{setting}: {source}")]
@@ -78,7 +84,41 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
         exec_timeout: limits.exec_timeout,
         max_source_bytes: limits.max_source_bytes,
     };
-    Ok(Executor::new(engine, checks))
+    let sessions = Persistence::new(
+        session_store(settings, transport)?,
+        settings.sessions.session_idle,
+    );
+    tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
+    Ok(Executor::new(engine, checks, sessions))
+}
+
+/// The store `CODEMCP_SESSION_STORE` names, else the transport's default:
+/// memory for one stdio client, a file that survives restarts for HTTP.
+fn session_store(
+    settings: &Settings,
+    transport: Transport,
+) -> Result<Arc<dyn SessionStore>, ExecError> {
+    let spec = match (&settings.sessions.session_store, transport) {
+        (Some(text), _) => text.parse::<StoreSpec>().map_err(ExecError::Store)?,
+        (None, Transport::Stdio) => StoreSpec::Memory,
+        (None, Transport::Http) => StoreSpec::File(store::state_dir().join("sessions.sqlite3")),
+    };
+    let key = match spec {
+        StoreSpec::Memory => SealKey::ephemeral(),
+        _ => SealKey::from_setting(
+            settings.sessions.session_key.as_deref(),
+            &store::state_dir(),
+        )
+        .map_err(ExecError::Store)?,
+    };
+    let limits = StoreLimits {
+        idle: settings.sessions.session_idle,
+        max_snapshot_bytes: settings.sessions.max_session_bytes,
+        // A run holds its session's lease; a gateway that dies holding one
+        // frees it after its longest possible run.
+        lease_ttl: settings.limits.exec_timeout + LEASE_SLACK,
+    };
+    store::open(&spec, key, limits).map_err(ExecError::Store)
 }
 
 /// The CPython engine Monty escalates to, or `None` and what to say instead.

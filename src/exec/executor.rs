@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{
-    Engine, ErrorKind, Execution, Run, RunControl, RunError, RunRequest, SessionId, ToolHost,
-};
+use super::persistence::Persistence;
+use super::store::Owner;
+use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, RunRequest, ToolHost};
 
 /// The checks made before any engine sees a run.
 #[derive(Debug, Clone, Copy)]
@@ -21,27 +21,57 @@ pub struct RunChecks {
 pub struct Executor {
     engine: Arc<dyn Engine>,
     checks: RunChecks,
+    sessions: Persistence,
 }
 
 impl Executor {
-    pub fn new(engine: Arc<dyn Engine>, checks: RunChecks) -> Self {
-        Self { engine, checks }
+    pub fn new(engine: Arc<dyn Engine>, checks: RunChecks, sessions: Persistence) -> Self {
+        Self {
+            engine,
+            checks,
+            sessions,
+        }
     }
 
-    /// Runs `request` in `session`, or says why it cannot run.
+    /// Runs `request` in the session it names (a new one when it names none),
+    /// on behalf of `owner`, or says why it cannot run.
     pub async fn run(
         &self,
-        session: SessionId,
+        owner: Owner,
         request: RunRequest,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
         let started = Instant::now();
+        let session = request.session.clone();
         let mut execution = match self.check(request) {
-            Ok(run) => self.engine.run(session, run, tools, control).await,
+            Ok(run) => {
+                self.run_in_session(session.as_deref(), owner, run, tools, control)
+                    .await
+            }
             Err(error) => self.refused(error),
         };
+        if execution.engine.is_empty() {
+            execution.engine = self.engine.name();
+        }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        execution
+    }
+
+    async fn run_in_session(
+        &self,
+        session: Option<&str>,
+        owner: Owner,
+        mut run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
+        let begun = match self.sessions.begin(session, owner, &mut run).await {
+            Ok(begun) => begun,
+            Err(refused) => return refused,
+        };
+        let mut execution = self.engine.run(begun.id, run, tools, control).await;
+        self.sessions.finish(begun, &mut execution).await;
         execution
     }
 
@@ -74,11 +104,17 @@ impl Executor {
         self.engine.describe()
     }
 
-    pub fn end_session(&self, session: SessionId) {
-        self.engine.end_session(session);
+    /// Where sessions are kept, in one line.
+    pub fn describe_sessions(&self) -> String {
+        self.sessions.describe()
     }
 
+    /// Drops what idle sessions hold in memory; their saved state stays in
+    /// the store until it expires there.
     pub fn expire_idle(&self) {
+        for session in self.sessions.expire_idle() {
+            self.engine.end_session(session);
+        }
         self.engine.expire_idle();
     }
 

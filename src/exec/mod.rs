@@ -7,6 +7,7 @@
 mod build;
 mod executor;
 pub mod monty;
+mod persistence;
 pub mod router;
 pub(crate) mod session_table;
 pub mod store;
@@ -14,6 +15,7 @@ pub mod worker;
 
 pub use self::build::{ExecError, Transport, build};
 pub use self::executor::{Executor, RunChecks};
+pub use self::store::{Snapshot, SnapshotKind};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +31,8 @@ use crate::sdk::Sdk;
 #[derive(Debug, Clone)]
 pub struct RunRequest {
     pub code: String,
+    /// The handle of the session to continue; `None` starts a new one.
+    pub session: Option<String>,
     /// The caller's own wall-time limit; never more than the configured one.
     pub timeout: Option<Duration>,
 }
@@ -70,6 +74,15 @@ pub struct Execution {
     pub tool_calls: u32,
     /// Output was cut at the output limit.
     pub truncated: bool,
+    /// The session's handle: pass it back to continue this session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// What the caller should know that is not an error (state not saved, say).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The session's state after the run, when [`Run::persist`] asked for it.
+    #[serde(skip)]
+    pub snapshot: Option<Snapshot>,
     /// Calls of tools not marked read-only that this run issued: after one,
     /// the run is never repeated elsewhere.
     #[serde(skip)]
@@ -102,6 +115,20 @@ pub struct Run {
     pub wall: Duration,
     /// …and the instant it ends.
     pub deadline: Instant,
+    /// The session's state as last saved: the engine loads it unless the
+    /// state it holds is that version already.
+    pub saved: Option<Arc<Saved>>,
+    /// The version the session's state has after this run.
+    pub version: u64,
+    /// Return the state after the run as [`Execution::snapshot`].
+    pub persist: bool,
+}
+
+/// A session's state as an engine saved it, with its version.
+#[derive(Debug)]
+pub struct Saved {
+    pub version: u64,
+    pub snapshot: Snapshot,
 }
 
 impl Run {
@@ -112,13 +139,26 @@ impl Run {
             code,
             wall,
             deadline: Instant::now() + wall,
+            saved: None,
+            version: 0,
+            persist: false,
         }
+    }
+
+    /// The saved state an engine holding `held` (its state's version, if it
+    /// has one) must load first.
+    pub fn to_restore(&self, held: Option<u64>) -> Option<&Snapshot> {
+        let saved = self.saved.as_deref()?;
+        (held != Some(saved.version)).then_some(&saved.snapshot)
     }
 
     /// The same code with its whole wall time again, from now: a run that
     /// moves to another engine before any of it ran there.
     pub fn restarted(self) -> Self {
-        Self::new(self.code, self.wall)
+        Self {
+            deadline: Instant::now() + self.wall,
+            ..self
+        }
     }
 }
 
@@ -231,6 +271,25 @@ pub trait Engine: Send + Sync + 'static {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+}
+
+impl Snapshot {
+    /// The state of a session that starts fresh.
+    pub fn fresh() -> Self {
+        Self::monty(Vec::new())
+    }
+
+    pub fn monty(payload: Vec<u8>) -> Self {
+        Self {
+            kind: SnapshotKind::Monty,
+            payload,
+        }
+    }
+}
+
+/// Whether the run discarded the session's state.
+pub fn reset(execution: &Execution) -> bool {
+    execution.error.as_ref().is_some_and(|e| e.session_reset)
 }
 
 /// `{"result": v}` → `v`, for tools whose output schema only wraps a plain

@@ -18,12 +18,12 @@ Run Python (a sandboxed subset). Each function below calls an upstream MCP tool 
 and returns its structured result as a dict if it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
 `await asyncio.gather(f(...), g(...))` runs calls concurrently; in code that uses await, await every call.
 You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.
-State persists across calls in this session. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
+State persists across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
 
 const INTRO_NO_TOOLS: &str = "\
 Run Python code. No upstream tools are connected right now; plain Python still runs.
 The snippet's result is its last expression, or a variable named `result`, plus anything printed.
-Variables, functions and imports persist across calls in the same session.";
+Variables, functions and imports persist across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue.";
 
 const INDEX_TAIL: &str = "Signatures are omitted to save space: use search_tools(query) to find a tool and describe_tool(name) for its signature.";
 

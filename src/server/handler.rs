@@ -14,16 +14,16 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::render::render;
 use super::sessions::HttpSessions;
 use crate::config::settings::OutputFormat;
+use crate::exec::store::Owner;
 use crate::exec::{
-    ErrorKind, Execution, Executor, RunControl, RunError, RunRequest, SessionId, ToolCallObserver,
-    ToolHost,
+    ErrorKind, Execution, Executor, RunControl, RunError, RunRequest, ToolCallObserver, ToolHost,
 };
 use crate::upstream::Catalog;
 
@@ -103,10 +103,12 @@ async fn expire_sessions(shared: std::sync::Weak<Shared>) {
     }
 }
 
-/// Ends the engine session when the MCP session's handler goes away.
+/// One MCP session's own state: the session handle runs use when they name
+/// none (stdio, `Mcp-Session-Id`), and what stops its runs when it ends.
 struct SessionGuard {
-    id: SessionId,
-    shared: Arc<Shared>,
+    /// The handle of the Python session this MCP session last ran in. Its
+    /// state outlives the MCP session (in the session store, until it expires).
+    implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
 }
@@ -114,7 +116,6 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.closing.cancel();
-        self.shared.executor.end_session(self.id);
     }
 }
 
@@ -130,8 +131,7 @@ pub struct Gateway {
 impl Gateway {
     pub fn new_session(shared: Arc<Shared>) -> Self {
         let session = Arc::new(SessionGuard {
-            id: SessionId::next(),
-            shared: shared.clone(),
+            implicit: Mutex::new(None),
             closing: CancellationToken::new(),
         });
         Self {
@@ -157,61 +157,107 @@ impl Gateway {
             .catalog
             .sdk()
             .description(self.shared.description_budget);
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "code": {"type": "string", "description": "Python code to run; tools are plain functions"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "optional wall-time limit for this run"}
-            },
-            "required": ["code"]
-        });
-        let schema = match schema {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        Tool::new(TOOL_NAME, description, Arc::new(schema))
+        Tool::new(TOOL_NAME, description, input_schema())
     }
 
     /// Runs one `execute_python` call and shapes the MCP result.
+    /// Runs one `execute_python` call for `owner` and shapes the MCP result.
     pub async fn execute(
         &self,
         arguments: Option<&Map<String, Value>>,
+        owner: Owner,
         control: RunControl,
     ) -> CallToolResult {
         let execution = match parse_request(arguments) {
-            Ok(request) => {
+            Ok(mut request) => {
+                if request.session.is_none() {
+                    request.session = self.implicit().clone();
+                }
                 let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
-                self.shared
+                let execution = self
+                    .shared
                     .executor
-                    .run(self.session.id, request, host, control)
-                    .await
+                    .run(owner, request, host, control)
+                    .await;
+                if let Some(handle) = &execution.session {
+                    *self.implicit() = Some(handle.clone());
+                }
+                execution
             }
             Err(error) => self.shared.executor.refused(error),
         };
         tool_result(&execution, self.shared.output)
     }
+
+    fn implicit(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.session
+            .implicit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The arguments of `execute_python`; the input schema is derived from it.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct ExecuteArgs {
+    /// Python code to run; tools are plain functions
+    code: String,
+    /// optional wall-time limit for this run
+    #[schemars(range(min = 1))]
+    timeout_ms: Option<u64>,
+    /// the session handle a previous result gave: continue that session's variables
+    session: Option<String>,
+}
+
+fn input_schema() -> Arc<Map<String, Value>> {
+    static SCHEMA: std::sync::OnceLock<Arc<Map<String, Value>>> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let schema = serde_json::to_value(schemars::schema_for!(ExecuteArgs));
+            match schema {
+                Ok(Value::Object(mut map)) => {
+                    map.remove("$schema");
+                    map.remove("title");
+                    Arc::new(map)
+                }
+                _ => Arc::new(Map::new()),
+            }
+        })
+        .clone()
 }
 
 fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, RunError> {
-    let bad = |message: &str| {
+    let bad = |message: String| {
         RunError::new(ErrorKind::Input, "TypeError", message).with_hint(
-            "call execute_python with {\"code\": \"<python>\"} and optionally \"timeout_ms\"",
+            "call execute_python with {\"code\": \"<python>\"} and optionally \"timeout_ms\" and \"session\"",
         )
     };
-    let arguments = arguments.ok_or_else(|| bad("missing arguments"))?;
-    let code = match arguments.get("code") {
-        Some(Value::String(code)) => code.clone(),
-        Some(_) => return Err(bad("'code' must be a string")),
-        None => return Err(bad("missing required argument 'code'")),
+    let arguments = arguments.ok_or_else(|| bad("missing arguments".into()))?;
+    let args: ExecuteArgs = serde_json::from_value(Value::Object(arguments.clone()))
+        .map_err(|e| bad(format!("bad arguments: {e}")))?;
+    let timeout = match args.timeout_ms {
+        Some(0) => return Err(bad("'timeout_ms' must be a positive integer".into())),
+        other => other.map(Duration::from_millis),
     };
-    let timeout = match arguments.get("timeout_ms") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64() {
-            Some(ms) if ms > 0 => Some(Duration::from_millis(ms)),
-            _ => return Err(bad("'timeout_ms' must be a positive integer")),
-        },
-    };
-    Ok(RunRequest { code, timeout })
+    Ok(RunRequest {
+        code: args.code,
+        timeout,
+        session: args.session.filter(|s| !s.is_empty()),
+    })
+}
+
+/// The bearer token the HTTP request presented, if any (stdio has none).
+fn bearer_token(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
 }
 
 fn tool_result(execution: &Execution, output: OutputFormat) -> CallToolResult {
@@ -298,7 +344,10 @@ impl ServerHandler for Gateway {
             cancel: cancel.clone(),
             on_tool_call: progress_observer(&context),
         };
-        let result = self.execute(request.arguments.as_ref(), control).await;
+        let owner = Owner::of_token(bearer_token(&context));
+        let result = self
+            .execute(request.arguments.as_ref(), owner, control)
+            .await;
         cancel.cancel(); // ends the link task
         Ok(result.into())
     }

@@ -61,6 +61,12 @@ pub fn render_text(execution: &Execution) -> String {
     if text.is_empty() {
         text.push_str("(no output)\n");
     }
+    for warning in &execution.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
+    }
+    if let Some(session) = &execution.session {
+        text.push_str(&format!("[session: {session}]\n"));
+    }
     text
 }
 
@@ -80,6 +86,7 @@ mod tests {
             tool_calls: 0,
             truncated: false,
             side_effects: 0,
+            ..Execution::default()
         }
     }
 

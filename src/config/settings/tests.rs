@@ -282,7 +282,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 28] = [
+const VARIABLES: [&str; 31] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
     "CODEMCP_MAX_OUTPUT_BYTES",
@@ -311,6 +311,9 @@ const VARIABLES: [&str; 28] = [
     "CODEMCP_DOCKER_MEMORY",
     "CODEMCP_DOCKER_PIDS",
     "CODEMCP_DOCKER_CPUS",
+    "CODEMCP_SESSION_STORE",
+    "CODEMCP_SESSION_KEY",
+    "CODEMCP_MAX_SESSION_BYTES",
 ];
 
 #[test]

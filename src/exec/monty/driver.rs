@@ -29,6 +29,7 @@ use super::host::{
 };
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
+use super::snapshot;
 use crate::exec::{ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
 
@@ -43,7 +44,12 @@ pub struct RunLimits {
 
 /// Everything one run needs; moved onto the interpreter thread.
 pub struct Job {
+    /// The session's interpreter, or a fresh one when `restore` is set.
     pub repl: MontyRepl,
+    /// A saved state to load in place of `repl` (empty: start fresh).
+    pub restore: Option<Arc<Vec<u8>>>,
+    /// Dump the interpreter after the run, for the session store.
+    pub dump: bool,
     pub code: String,
     pub slot: SessionSlot,
     pub limits: RunLimits,
@@ -70,6 +76,10 @@ pub enum Ending {
 pub struct Finished {
     /// The session to keep; `None` when it must be discarded.
     pub repl: Option<MontyRepl>,
+    /// The kept session as bytes, when the job asked for them.
+    pub snapshot: Option<Result<Vec<u8>, String>>,
+    /// Why the saved state given to the job could not be loaded.
+    pub restore_failed: Option<String>,
     pub ending: Ending,
     pub stdout: String,
     pub truncated: bool,
@@ -135,7 +145,15 @@ pub fn run(job: Job) -> Finished {
         cancelled: false,
         others_bytes: 0,
     };
-    let (repl, ending) = driver.feed(job.repl, &job.code);
+    let (start, restore_failed) = match job.restore.as_deref() {
+        Some(bytes) if bytes.as_slice() != snapshot::FRESH => match snapshot::load(bytes, job.slot)
+        {
+            Ok(restored) => (restored, None),
+            Err(e) => (job.repl, Some(e)),
+        },
+        _ => (job.repl, None),
+    };
+    let (repl, ending) = driver.feed(start, &job.code);
     let (repl, ending) = match (repl, ending) {
         (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => {
             driver.read_result_variable(repl)
@@ -145,8 +163,14 @@ pub fn run(job: Job) -> Finished {
     let tool_calls = driver.host.tool_calls;
     let side_effects = driver.host.side_effects;
     let (stdout, truncated) = driver.out.finish();
+    let snapshot = match &repl {
+        Some(repl) if job.dump => Some(snapshot::dump(repl)),
+        _ => None,
+    };
     Finished {
         repl,
+        snapshot,
+        restore_failed,
         ending,
         stdout,
         truncated,

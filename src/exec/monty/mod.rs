@@ -16,13 +16,14 @@ pub mod memory;
 mod output;
 pub mod pool;
 mod runaway;
+mod snapshot;
 mod spare;
 mod supervisor;
 mod threads;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
@@ -38,7 +39,9 @@ pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
 use self::supervisor::{Supervisor, ThreadResult};
 use super::session_table::{SessionTable, TableFull};
-use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
+use super::{
+    Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
+};
 
 pub const ENGINE_NAME: &str = "monty";
 
@@ -77,6 +80,8 @@ pub(super) struct Session {
     /// `None` between a discarded state and the next run.
     repl: Option<MontyRepl>,
     slot: SessionSlot,
+    /// The version of the state `repl` holds (see `Run::version`).
+    version: Option<u64>,
 }
 
 pub struct MontyEngine {
@@ -154,10 +159,13 @@ impl MontyEngine {
                 return execution;
             }
         };
-        let finished = self
-            .run_on_thread(guard, run.code, deadline, host, control)
-            .await;
+        let persist = run.persist;
+        let finished = self.run_on_thread(guard, run, host, control).await;
         self.fill(&mut execution, finished);
+        if persist && execution.snapshot.is_none() && reset(&execution) {
+            // The state is fresh now, and so must the saved one be.
+            execution.snapshot = Some(Snapshot::fresh());
+        }
         execution
     }
 
@@ -186,6 +194,7 @@ impl MontyEngine {
             .get_or_create(id, || Session {
                 repl: None,
                 slot: SessionSlot::allocate(),
+                version: None,
             })
             .map_err(busy)
     }
@@ -218,16 +227,24 @@ impl MontyEngine {
     async fn run_on_thread(
         &self,
         mut guard: tokio::sync::OwnedMutexGuard<Session>,
-        code: String,
-        deadline: Instant,
+        run: Run,
         host: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> ThreadResult {
-        let repl = guard.repl.take().unwrap_or_else(|| self.new_repl());
+        let deadline = run.deadline;
+        let restore = run
+            .to_restore(guard.version)
+            .map(|s| Arc::new(s.payload.clone()));
+        let repl = match restore {
+            Some(_) => self.new_repl(),
+            None => guard.repl.take().unwrap_or_else(|| self.new_repl()),
+        };
         let slot = guard.slot;
         let job = Job {
             repl,
-            code,
+            restore,
+            dump: run.persist,
+            code: run.code,
             slot: guard.slot,
             limits: RunLimits {
                 deadline,
@@ -264,6 +281,7 @@ impl MontyEngine {
         }
         let supervisor = Supervisor {
             guard,
+            version: run.version,
             watch,
             // Monty stops itself at the deadline unless it is inside one builtin.
             give_up_at: deadline + OVERRUN_GRACE,
@@ -314,6 +332,8 @@ impl MontyEngine {
             }
         };
         let Finished {
+            snapshot,
+            restore_failed,
             ending,
             stdout,
             truncated,
@@ -326,6 +346,18 @@ impl MontyEngine {
         execution.truncated = truncated;
         execution.tool_calls = tool_calls;
         execution.side_effects = side_effects;
+        if let Some(reason) = restore_failed {
+            execution.warnings.push(format!(
+                "this session's saved state could not be loaded ({reason}); it started fresh"
+            ));
+        }
+        match snapshot {
+            Some(Ok(bytes)) => execution.snapshot = Some(Snapshot::monty(bytes)),
+            Some(Err(reason)) => execution.warnings.push(format!(
+                "this session's state could not be saved ({reason}); it lives only in this gateway's memory"
+            )),
+            None => {}
+        }
         let limit_hint = |exc: &MontyException| self.limit_hint(exc, others_bytes);
         record_ending(
             execution,

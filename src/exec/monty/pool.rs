@@ -33,7 +33,9 @@ use super::host::{
 use super::output::OutputCapture;
 use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
 use crate::exec::session_table::SessionTable;
-use crate::exec::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
+use crate::exec::{
+    Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
+};
 
 pub const ENGINE_NAME: &str = "monty-pool";
 
@@ -88,6 +90,8 @@ pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStar
 /// One session's worker, kept between calls; `None` after it was lost.
 struct PoolSession {
     checkout: Option<Checkout>,
+    /// The version of the state the checkout holds (see `Run::version`).
+    version: Option<u64>,
 }
 
 impl Drop for PoolSession {
@@ -184,10 +188,10 @@ impl PoolEngine {
     ) -> Execution {
         let deadline = run.deadline;
         let mut execution = Execution::of(ENGINE_NAME);
-        let state = match self
-            .sessions
-            .get_or_create(session, || PoolSession { checkout: None })
-        {
+        let state = match self.sessions.get_or_create(session, || PoolSession {
+            checkout: None,
+            version: None,
+        }) {
             Ok(state) => state,
             Err(full) => {
                 execution.error = Some(busy(full));
@@ -201,8 +205,14 @@ impl PoolEngine {
                 return execution;
             }
         };
-        if guard.checkout.is_none() {
-            match self.new_checkout().await {
+        let restore = run.to_restore(guard.version).map(|s| s.payload.clone());
+        if guard.checkout.is_none() || restore.is_some() {
+            // A worker loads a saved state only before its first feed.
+            guard.checkout = None;
+            match self
+                .new_checkout(restore.filter(|bytes| !bytes.is_empty()))
+                .await
+            {
                 Ok(checkout) => guard.checkout = Some(checkout),
                 Err(error) => {
                     execution.error = Some(error);
@@ -210,6 +220,7 @@ impl PoolEngine {
                 }
             }
         }
+        guard.version = Some(run.version);
         let Some(checkout) = guard.checkout.as_mut() else {
             return execution;
         };
@@ -240,10 +251,26 @@ impl PoolEngine {
             lost,
             &limit_hint,
         );
+        if run.persist {
+            execution.snapshot = match guard.checkout.as_mut() {
+                _ if reset(&execution) => Some(Snapshot::fresh()),
+                Some(checkout) => match checkout.dump().await {
+                    Ok(bytes) => Some(Snapshot::monty(bytes)),
+                    Err(e) => {
+                        execution.warnings.push(format!(
+                            "this session's state could not be saved ({e}); it lives only in this worker"
+                        ));
+                        None
+                    }
+                },
+                None => Some(Snapshot::fresh()),
+            };
+        }
         execution
     }
 
-    async fn new_checkout(&self) -> Result<Checkout, RunError> {
+    /// A worker for a session: fresh, or holding the saved state `restore`.
+    async fn new_checkout(&self, restore: Option<Vec<u8>>) -> Result<Checkout, RunError> {
         let mut checkout = self
             .pool
             .checkout(&self.repl_config())
@@ -263,8 +290,20 @@ impl PoolEngine {
                     format!("cannot start a Monty worker: {other}"),
                 ),
             })?;
-        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
         let mut quiet = on_print_sync(|_, _| {});
+        if let Some(state) = restore {
+            // The saved state defines `ToolError` already.
+            return match checkout.restore(state, vec![], &mut quiet).await {
+                Ok((None, _)) => Ok(checkout),
+                other => Err(RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("a Monty worker could not load this session's saved state: {other:?}"),
+                )
+                .with_hint("call again: the session starts fresh")),
+            };
+        }
+        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
         match checkout
             .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
             .await

@@ -25,6 +25,8 @@ pub(super) enum ThreadResult {
 /// it froze at the memory ceiling), leaving the session fresh and unlocked.
 pub(super) struct Supervisor {
     pub(super) guard: tokio::sync::OwnedMutexGuard<Session>,
+    /// The version the session's state has once this run is over.
+    pub(super) version: u64,
     pub(super) watch: Arc<RunWatch>,
     pub(super) give_up_at: Instant,
     pub(super) runaways: Arc<Runaways>,
@@ -53,6 +55,7 @@ impl Supervisor {
         // The frozen thread keeps its slot's bytes; the session starts over.
         self.guard.repl = None;
         self.guard.slot = SessionSlot::allocate();
+        self.guard.version = Some(self.version);
         ThreadResult::Abandoned(overrun)
     }
 
@@ -61,6 +64,7 @@ impl Supervisor {
             Some(Ok(mut finished)) => {
                 let session_reset = finished.repl.is_none();
                 self.guard.repl = finished.repl.take();
+                self.guard.version = Some(self.version);
                 ThreadResult::Finished {
                     finished: Box::new(finished),
                     session_reset,

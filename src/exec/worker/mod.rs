@@ -301,6 +301,7 @@ impl WorkerEngine {
             code,
             wall,
             deadline,
+            ..
         } = run;
         let mut execution = Execution::of(self.spawner.engine());
         let state = match self

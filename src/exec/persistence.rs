@@ -1,0 +1,269 @@
+//! Sessions that outlive one process: before a run, its session's handle is
+//! leased in the store and its saved state loaded; after, the new state is
+//! saved and the lease released. The engines only see a [`Run`] with the
+//! state to load and give back the state to save.
+//!
+//! A store that is down never stops a run: the run uses what this gateway
+//! holds in memory, and its result says the state will not persist.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::store::{Handle, Lease, Owner, SessionStore, StoreError, Stored};
+use super::{ErrorKind, Execution, Run, RunError, Saved, SessionId, Snapshot};
+
+/// What this gateway knows about a session it ran.
+struct Local {
+    id: SessionId,
+    last_used: Instant,
+    /// Its last save failed: the engine's state is newer than the stored one.
+    unsaved: bool,
+}
+
+pub struct Persistence {
+    store: Arc<dyn SessionStore>,
+    local: Mutex<HashMap<Handle, Local>>,
+    idle: Duration,
+}
+
+/// A run under way in a session: what `finish` needs.
+pub struct Begun {
+    pub handle: Handle,
+    pub id: SessionId,
+    owner: Owner,
+    lease: Option<Lease>,
+    warnings: Vec<String>,
+}
+
+impl Persistence {
+    pub fn new(store: Arc<dyn SessionStore>, idle: Duration) -> Self {
+        Self {
+            store,
+            local: Mutex::default(),
+            idle,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        self.store.describe()
+    }
+
+    /// Leases and loads the session `given` names (a new one when `None`)
+    /// and sets up `run` for it. An unknown, expired or foreign handle is an
+    /// error result naming the new session that replaces it.
+    pub async fn begin(
+        &self,
+        given: Option<&str>,
+        owner: Owner,
+        run: &mut Run,
+    ) -> Result<Begun, Execution> {
+        let Some(text) = given else {
+            return Ok(self.begin_new(owner, run).await);
+        };
+        let Some(handle) = Handle::parse(text) else {
+            return Err(self.gone(owner, run).await);
+        };
+        let lease = match self.store.acquire(&handle, run.wall).await {
+            Ok(lease) => Some(lease),
+            Err(StoreError::Busy) => return Err(busy(&handle)),
+            Err(e) => {
+                tracing::warn!(target: "codemcp::session", error = %e, "session store: lease not taken");
+                None
+            }
+        };
+        let mut begun = Begun {
+            id: SessionId(0),
+            handle,
+            owner,
+            lease,
+            warnings: Vec::new(),
+        };
+        match self.load(&mut begun).await {
+            Ok(saved) => {
+                begun.id = self.local_id(&begun.handle);
+                run.saved = saved;
+                run.version = begun.lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
+                run.persist = true;
+                Ok(begun)
+            }
+            Err(()) => {
+                self.release(begun.lease.take()).await;
+                Err(self.gone(begun.owner, run).await)
+            }
+        }
+    }
+
+    /// The saved state to load, `Ok(None)` to go on with what this gateway
+    /// holds, `Err` when the session does not exist for this caller.
+    async fn load(&self, begun: &mut Begun) -> Result<Option<Arc<Saved>>, ()> {
+        let known_here = self.local.lock().get(&begun.handle).map(|l| l.unsaved);
+        match self.store.load(&begun.handle).await {
+            Ok(Some(stored)) if stored.owner != begun.owner => Err(()),
+            Ok(Some(_)) if known_here == Some(true) => Ok(None),
+            Ok(Some(Stored {
+                snapshot, version, ..
+            })) => Ok(Some(Arc::new(Saved { version, snapshot }))),
+            Ok(None) if known_here.is_some() => Ok(None),
+            Ok(None) => Err(()),
+            Err(StoreError::Rejected(reason)) => {
+                begun.warnings.push(format!(
+                    "this session's saved state was refused ({reason}) and not loaded; it started fresh"
+                ));
+                Ok(Some(Arc::new(Saved {
+                    version: 0,
+                    snapshot: Snapshot::fresh(),
+                })))
+            }
+            Err(e) => {
+                begun.warnings.push(unavailable(&e));
+                Ok(None)
+            }
+        }
+    }
+
+    async fn begin_new(&self, owner: Owner, run: &mut Run) -> Begun {
+        let handle = Handle::mint();
+        let lease = self.store.acquire(&handle, run.wall).await.ok();
+        run.version = lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
+        run.persist = true;
+        Begun {
+            id: self.local_id(&handle),
+            handle,
+            owner,
+            lease,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The error result for a handle that names no session of this caller;
+    /// it starts a new session (without running anything) and names it.
+    async fn gone(&self, owner: Owner, run: &mut Run) -> Execution {
+        let begun = self.begin_new(owner, run).await;
+        let handle = begun.handle.to_string();
+        // Saved empty, so the new handle works on any replica at once.
+        let mut execution = Execution {
+            snapshot: Some(Snapshot::fresh()),
+            ..Execution::default()
+        };
+        self.finish(begun, &mut execution).await;
+        execution.error = Some(
+            RunError::new(
+                ErrorKind::Input,
+                "LookupError",
+                "this session is unknown or expired: its variables are gone",
+            )
+            .with_hint(format!(
+                "a new session was started: pass session=\"{handle}\" from now on, and run the code \
+                 again (it did not run), re-creating the variables it needs"
+            )),
+        );
+        execution
+    }
+
+    /// Saves the state the run left and releases the session.
+    pub async fn finish(&self, begun: Begun, execution: &mut Execution) {
+        let Begun {
+            handle,
+            id,
+            owner,
+            mut lease,
+            mut warnings,
+        } = begun;
+        let saved = match (execution.snapshot.take(), lease.as_mut()) {
+            (None, _) => true,
+            (Some(snapshot), Some(lease)) => match self.store.save(lease, &owner, snapshot).await {
+                Ok(_) => true,
+                Err(e) => {
+                    warnings.push(not_saved(&e));
+                    false
+                }
+            },
+            (Some(_), None) => {
+                warnings.push(
+                    "the session store was unavailable: this session's state will not persist past this gateway"
+                        .to_owned(),
+                );
+                false
+            }
+        };
+        self.release(lease).await;
+        self.local.lock().insert(
+            handle.clone(),
+            Local {
+                id,
+                last_used: Instant::now(),
+                unsaved: !saved,
+            },
+        );
+        execution.session = Some(handle.to_string());
+        execution.warnings.extend(warnings);
+    }
+
+    async fn release(&self, lease: Option<Lease>) {
+        if let Some(lease) = lease
+            && let Err(e) = self.store.release(lease).await
+        {
+            tracing::debug!(target: "codemcp::session", error = %e, "session lease not released; it expires by itself");
+        }
+    }
+
+    /// The engine session id of `handle` in this gateway.
+    fn local_id(&self, handle: &Handle) -> SessionId {
+        let mut local = self.local.lock();
+        let entry = local.entry(handle.clone()).or_insert_with(|| Local {
+            id: SessionId::next(),
+            last_used: Instant::now(),
+            unsaved: false,
+        });
+        entry.last_used = Instant::now();
+        entry.id
+    }
+
+    /// Forgets sessions idle past the store's expiry; returns their engine ids.
+    pub fn expire_idle(&self) -> Vec<SessionId> {
+        let mut local = self.local.lock();
+        let mut gone = Vec::new();
+        local.retain(|_, l| {
+            let keep = l.last_used.elapsed() < self.idle;
+            if !keep {
+                gone.push(l.id);
+            }
+            keep
+        });
+        gone
+    }
+}
+
+fn busy(handle: &Handle) -> Execution {
+    let error = RunError::new(
+        ErrorKind::Limit,
+        "RuntimeError",
+        "session busy: another run of this session is still going",
+    )
+    .with_hint("wait for the other call to finish, then call again with the same session");
+    Execution {
+        error: Some(error),
+        session: Some(handle.to_string()),
+        ..Execution::default()
+    }
+}
+
+fn unavailable(e: &StoreError) -> String {
+    format!(
+        "the session store is unavailable ({e}): this run used the state this gateway holds in memory"
+    )
+}
+
+fn not_saved(e: &StoreError) -> String {
+    match e {
+        StoreError::TooLarge { .. } => format!(
+            "{e}: keep less data in variables (CODEMCP_MAX_SESSION_BYTES); the state lives only in this gateway's memory"
+        ),
+        _ => format!(
+            "this session's state was not saved ({e}); it lives only in this gateway's memory"
+        ),
+    }
+}
