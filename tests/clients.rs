@@ -1,6 +1,8 @@
 //! Real MCP clients as users run them: PyPI `mcp` 2.3.0 (2026-07-28 protocol and
 //! legacy `initialize`), `mcp` 1.30.0, and the MCP Inspector CLI, over stdio and HTTP.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::path::Path;

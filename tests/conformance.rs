@@ -8,6 +8,8 @@
 //! capabilities codemcp declares, so declaring a capability switches its
 //! scenario on.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::path::PathBuf;

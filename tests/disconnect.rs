@@ -3,6 +3,8 @@
 //! it used are cleaned up, and an HTTP gateway keeps serving its other
 //! sessions with its processes and file descriptors back where they were.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -13,6 +13,8 @@
 //! passes, except with `CI=true`, where a missing engine fails. Network probes
 //! aim only at loopback and at the gateway's own worker network.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::collections::HashMap;

@@ -2,6 +2,8 @@
 //! memory stays bounded. (tests/memory_accounting.rs checks Monty's own
 //! counter; this checks the process as the OS sees it.)
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! `CODEMCP_FALLBACK=host`), the side-effect gate, and the CPython engine on its
 //! own (`CODEMCP_ISOLATION=HOST_SYSTEM`): worker exits and overruns.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! The calling contract end to end: codemcp over stdio, driven by an rmcp client,
 //! in front of real upstream servers.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! `codemcp serve --http`: sessions, concurrency without crosstalk, DNS-rebinding
 //! and Origin checks, the bearer token. Everything aims at loopback only.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use serde_json::json;

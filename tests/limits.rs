@@ -1,6 +1,8 @@
 //! Every limit of the Monty engine fires with a clear error, and what agent code
 //! may not do (files, environment, processes, network) is refused.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

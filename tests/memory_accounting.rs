@@ -2,6 +2,8 @@
 //! session is refunded when its objects are freed, on whatever thread.
 //! This test binary installs the same global allocator as the codemcp binary.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 use std::sync::Arc;
 use std::time::Duration;
 

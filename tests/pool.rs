@@ -2,6 +2,8 @@
 //! code costs only its own session; the others keep their state, and the
 //! gateway's memory stays flat. Everything aims at loopback only.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -4,6 +4,8 @@
 //! keep the gateway's RSS under the memory budget + 256 MiB, and leave nothing
 //! burning CPU after the answer. Each test prints its figures.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::collections::HashMap;

@@ -17,6 +17,8 @@
 //! `CODEMCP_CORPUS_MODE=DOCKER` only that mode; `CODEMCP_CORPUS_VERBOSE=1`
 //! prints every outcome.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::collections::BTreeMap;

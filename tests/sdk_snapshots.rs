@@ -11,6 +11,8 @@
 //! The peers are listed with the gateway's own conversion (`ToolDef::from_mcp`) by a client
 //! that advertises what the gateway's does (no capabilities): a catalog depends on that.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::sync::OnceLock;

@@ -2,6 +2,8 @@
 //! our FastMCP test server, listed over MCP, indexed by the SDK, and asked the 30
 //! natural-language queries of `tests/servers/catalog_queries.json`.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use codemcp::sdk::Sdk;

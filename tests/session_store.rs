@@ -6,6 +6,8 @@
 //! under `CI=true`, where they fail. Figures (sizes, latencies) are printed:
 //! run with `--nocapture` to see them.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 #[path = "session_store/fixture.rs"]
 mod fixture;
 

@@ -4,6 +4,8 @@
 //! upstreams carry on. The broken peer is a real process
 //! (tests/servers/broken_server.py), the only way to cause these faults.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::time::{Duration, Instant};

@@ -21,6 +21,7 @@ pub fn small() -> MontyLimits {
 }
 
 /// The checks made before an engine sees a run, as small as `small()`.
+#[allow(dead_code)] // not every target that shares this file runs snippets through an Executor
 pub fn checks() -> RunChecks {
     RunChecks {
         exec_timeout: Duration::from_millis(200),

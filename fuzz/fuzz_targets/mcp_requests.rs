@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use codemcp::config::{OutputFormat, UpstreamConfig};
+use codemcp::exec::store::Owner;
 use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
@@ -29,7 +30,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20 };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
-            Gateway::new_session(Shared::new(catalog, Executor::new(Arc::new(engine), limits::checks()), 24_000, OutputFormat::Compact))
+            Gateway::new_session(Shared::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact))
         });
         (runtime, gateway)
     })
@@ -39,5 +40,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
     let (runtime, gateway) = world();
     let arguments = value.as_object().cloned();
-    let _ = runtime.block_on(gateway.execute(arguments.as_ref(), RunControl::default()));
+    let _ = runtime.block_on(gateway.execute(arguments.as_ref(), Owner::anonymous(), RunControl::default()));
 });

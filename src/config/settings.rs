@@ -350,6 +350,7 @@ impl Settings {
 
 /// Every setting at its default.
 impl Default for Settings {
+    #[allow(clippy::expect_used)] // the defaults are constants, checked by tests
     fn default() -> Self {
         Settings::from_flags(std::iter::empty::<OsString>()).expect("the defaults parse")
     }

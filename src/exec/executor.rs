@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::persistence::Persistence;
-use super::store::Owner;
+use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
 use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, RunRequest, ToolHost};
 
 /// The checks made before any engine sees a run.
@@ -31,6 +31,25 @@ impl Executor {
             checks,
             sessions,
         }
+    }
+
+    /// An executor whose sessions live in this process only (tests, fuzzing).
+    /// Call inside a Tokio runtime.
+    ///
+    /// # Errors
+    /// Never in practice: a memory store has nothing to connect to.
+    pub fn in_memory(engine: Arc<dyn Engine>, checks: RunChecks) -> Result<Self, StoreError> {
+        let limits = StoreLimits {
+            idle: Duration::from_secs(3600),
+            max_snapshot_bytes: 16 << 20,
+            lease_ttl: checks.exec_timeout + Duration::from_secs(30),
+        };
+        let store = store::open(&StoreSpec::Memory, SealKey::ephemeral(), limits)?;
+        Ok(Self::new(
+            engine,
+            checks,
+            Persistence::new(store, limits.idle),
+        ))
     }
 
     /// Runs `request` in the session it names (a new one when it names none),

@@ -258,6 +258,8 @@ impl WorkerEngine {
             }
         };
         self.refill_spare();
+        // `usable` needs the worker mutably, which a match guard cannot have.
+        #[allow(clippy::collapsible_match)]
         match spare {
             Spare::Ready(mut worker) => {
                 if worker.usable() {
