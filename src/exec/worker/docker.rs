@@ -294,14 +294,16 @@ impl DockerSpawner {
                 .and_then(|s| s.pid)
                 .filter(|&pid| pid > 0);
             match pid {
-                Some(pid) => tokio::task::spawn_blocking(move || netns::drop_default_route(pid))
-                    .await
-                    .map_err(|e| WorkerError::Docker(e.to_string()))?
-                    .map_err(|e| {
-                        WorkerError::Docker(format!(
-                            "removing the worker container's default route: {e}"
-                        ))
-                    })?,
+                Some(pid) => {
+                    tokio::task::spawn_blocking(move || super::netns::drop_default_route(pid))
+                        .await
+                        .map_err(|e| WorkerError::Docker(e.to_string()))?
+                        .map_err(|e| {
+                            WorkerError::Docker(format!(
+                                "removing the worker container's default route: {e}"
+                            ))
+                        })?
+                }
                 None => {
                     let exit = waiting.exited().await;
                     return Err(WorkerError::Start(format!(
@@ -645,62 +647,6 @@ async fn reap_stale(docker: &Docker, me: &Gateway) {
         if !owner_alive {
             tracing::info!(target: "codemcp::worker", container = %id, "removing a worker container left by a gateway that is gone");
             remove(docker, &id).await;
-        }
-    }
-}
-
-/// Route removal inside a container's network namespace.
-mod netns {
-    use std::io;
-
-    use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST, NetlinkMessage, NetlinkPayload};
-    use netlink_packet_route::route::{RouteHeader, RouteMessage, RouteScope};
-    use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
-
-    /// Deletes the IPv4 default route of the process `pid`'s network namespace.
-    pub fn drop_default_route(pid: i64) -> io::Result<()> {
-        let namespace = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
-        // setns changes only the calling thread, so use one that ends right after.
-        std::thread::spawn(move || {
-            nix::sched::setns(&namespace, nix::sched::CloneFlags::CLONE_NEWNET)?;
-            delete_default_route()
-        })
-        .join()
-        .map_err(|_| io::Error::other("the namespace thread panicked"))?
-    }
-
-    fn delete_default_route() -> io::Result<()> {
-        // 0.0.0.0/0 in the main table: no destination attribute, prefix length
-        // 0. As a delete filter, scope "nowhere" matches a route of any scope.
-        let mut route = RouteMessage::default();
-        route.header.address_family = AddressFamily::Inet;
-        route.header.table = RouteHeader::RT_TABLE_MAIN;
-        route.header.scope = RouteScope::NoWhere;
-        let mut request = NetlinkMessage::from(RouteNetlinkMessage::DelRoute(route));
-        request.header.flags = NLM_F_REQUEST | NLM_F_ACK;
-        request.header.sequence_number = 1;
-        request.finalize();
-        let mut bytes = vec![0; request.buffer_len()];
-        request.serialize(&mut bytes);
-
-        let socket = Socket::new(NETLINK_ROUTE)?;
-        // Port 0: the kernel.
-        socket.send_to(&bytes, &SocketAddr::new(0, 0), 0)?;
-        let (reply, _) = socket.recv_from_full()?;
-        let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
-            .map_err(|e| io::Error::other(format!("a netlink answer that does not parse: {e}")))?;
-        match reply.payload {
-            // The acknowledgement carries no error code.
-            NetlinkPayload::Error(ack) if ack.code.is_none() => Ok(()),
-            NetlinkPayload::Error(nack) => match nack.to_io() {
-                // No default route (Docker 26 and later): nothing to delete.
-                e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
-                e => Err(e),
-            },
-            other => Err(io::Error::other(format!(
-                "an unexpected netlink answer: {other:?}"
-            ))),
         }
     }
 }

@@ -11,6 +11,7 @@
 mod control;
 pub mod docker;
 mod link;
+mod netns;
 pub mod protocol;
 mod spawn;
 

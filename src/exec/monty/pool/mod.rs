@@ -1,0 +1,380 @@
+//! The Monty engine in `monty-pool` worker processes: each MCP session checks
+//! out one `monty subprocess` worker and keeps it between calls. Each worker
+//! enforces its own session's limits exactly (`max_memory` via `monty-alloc`),
+//! and a worker that crashes or overruns takes only its own session with it.
+//!
+//! Suspensions are answered by the same [`SuspensionHost`] as in-process; only
+//! the resuming differs (async messages to the worker instead of calls on a
+//! thread).
+
+mod run;
+
+use self::run::PoolRun;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use monty_pool::{
+    Checkout, Pool, PoolConfig, PoolError, ReplConfig, ResumeValue, TurnEvent, on_print_sync,
+};
+use monty_types::{
+    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, ResourceLimits,
+};
+use serde_json::Value;
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::classify::{Verdict, classify};
+use super::convert::to_json;
+use super::driver::{Ending, mentions_result, uses_async};
+use super::host::{
+    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply,
+};
+use super::output::OutputCapture;
+use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
+use crate::exec::session_table::SessionTable;
+use crate::exec::{
+    Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
+};
+
+pub const ENGINE_NAME: &str = "monty-pool";
+
+/// Where `pip install pydantic-monty-runtime` puts the worker binary by default.
+pub const INSTALL_HINT: &str = "python3 -m venv ~/.local/share/codemcp/monty-runtime && \
+     ~/.local/share/codemcp/monty-runtime/bin/pip install pydantic-monty-runtime==1.4.0 \
+     (or: cargo install monty-runtime --version 1.4.0 --ignore-rust-version; or set CODEMCP_MONTY_BIN)";
+
+/// Extra time the parent allows past the sandbox's own limits before killing a worker.
+const BACKSTOP: Duration = Duration::from_secs(5);
+/// Workers are recycled after this many sessions, bounding any slow leak.
+const CHECKOUTS_PER_WORKER: u32 = 50;
+/// How long a new session waits for a free worker before "busy".
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolStartError {
+    #[error(
+        "pool mode needs the `monty` worker binary and none was found (looked at {looked}); install it: {INSTALL_HINT}"
+    )]
+    NoBinary { looked: String },
+    #[error("the Monty worker binary {path} does not run: {message}; reinstall it: {INSTALL_HINT}")]
+    BadBinary { path: String, message: String },
+}
+
+/// Finds the worker: `CODEMCP_MONTY_BIN`, then `monty` on `PATH`, then the
+/// default install location.
+pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStartError> {
+    if let Some(path) = configured {
+        return Ok(path.to_owned());
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|dir| dir.join("monty"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".local/share/codemcp/monty-runtime/bin/monty"));
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| PoolStartError::NoBinary {
+            looked: "CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin".into(),
+        })
+}
+
+/// One session's worker, kept between calls; `None` after it was lost.
+struct PoolSession {
+    checkout: Option<Checkout>,
+    /// The version of the state the checkout holds (see `Run::version`).
+    version: Option<u64>,
+}
+
+impl Drop for PoolSession {
+    /// A session that ends cleanly hands its worker back (reset) for reuse;
+    /// dropping a `Checkout` unfinished would kill the worker instead.
+    fn drop(&mut self) {
+        if let (Some(checkout), Ok(runtime)) =
+            (self.checkout.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(async move {
+                if let Err(e) = checkout.finish().await {
+                    tracing::debug!(target: "codemcp::exec", error = %e, "returning a Monty worker failed; it was discarded");
+                }
+            });
+        }
+    }
+}
+
+pub struct PoolEngine {
+    limits: MontyLimits,
+    pool: Pool,
+    max_workers: usize,
+    binary: PathBuf,
+    sessions: SessionTable<PoolSession>,
+}
+
+impl PoolEngine {
+    pub async fn start(
+        limits: MontyLimits,
+        binary: PathBuf,
+        max_workers: usize,
+    ) -> Result<Self, PoolStartError> {
+        let mut config = PoolConfig::subprocess(binary.clone());
+        config.min_processes = 1;
+        config.max_processes = max_workers.max(1);
+        config.checkout_timeout = Some(CHECKOUT_TIMEOUT);
+        config.request_timeout = Some(limits.exec_timeout + BACKSTOP);
+        config.max_checkouts_per_worker = Some(CHECKOUTS_PER_WORKER);
+        let pool = Pool::new(config)
+            .await
+            .map_err(|e| PoolStartError::BadBinary {
+                path: binary.display().to_string(),
+                message: e.to_string(),
+            })?;
+        // A session holds its worker while it lives, so at most `max_workers`
+        // sessions keep state: a new one evicts the least recently used idle one.
+        let max_workers = max_workers.max(1);
+        let sessions = SessionTable::new(limits.session_idle, limits.max_sessions.min(max_workers));
+        Ok(Self {
+            limits,
+            pool,
+            max_workers,
+            binary,
+            sessions,
+        })
+    }
+
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    pub fn idle_workers(&self) -> usize {
+        self.pool.idle_workers()
+    }
+
+    pub fn end_session(&self, session: SessionId) {
+        self.sessions.remove(session);
+    }
+
+    pub fn expire_idle(&self) {
+        self.sessions.expire_idle();
+    }
+
+    fn repl_config(&self) -> ReplConfig {
+        let limits = ResourceLimits::default()
+            .max_memory(self.limits.memory_limit)
+            .max_recursion_depth(self.limits.max_recursion_depth)
+            .max_feed_duration(self.limits.exec_timeout)
+            .max_turn_duration(self.limits.exec_timeout)
+            .max_suspensions(usize::MAX);
+        ReplConfig {
+            limits: Some(limits),
+            print_flush_interval: Some(Duration::from_millis(50)),
+            ..ReplConfig::default()
+        }
+    }
+
+    pub async fn run(
+        &self,
+        session: SessionId,
+        run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
+        let deadline = run.deadline;
+        let mut execution = Execution::of(ENGINE_NAME);
+        let state = match self.sessions.get_or_create(session, || PoolSession {
+            checkout: None,
+            version: None,
+        }) {
+            Ok(state) => state,
+            Err(full) => {
+                execution.error = Some(busy(full));
+                return execution;
+            }
+        };
+        let mut guard = match lock_until(&state, deadline, &control).await {
+            Ok(guard) => guard,
+            Err(error) => {
+                execution.error = Some(error);
+                return execution;
+            }
+        };
+        let restore = run.to_restore(guard.version).map(|s| s.payload.clone());
+        if guard.checkout.is_none() || restore.is_some() {
+            // A worker loads a saved state only before its first feed.
+            guard.checkout = None;
+            match self
+                .new_checkout(restore.filter(|bytes| !bytes.is_empty()))
+                .await
+            {
+                Ok(checkout) => guard.checkout = Some(checkout),
+                Err(error) => {
+                    execution.error = Some(error);
+                    return execution;
+                }
+            }
+        }
+        guard.version = Some(run.version);
+        let Some(checkout) = guard.checkout.as_mut() else {
+            return execution;
+        };
+        let mut pool_run = PoolRun::new(
+            &self.limits,
+            tools.sdk(),
+            tools,
+            control,
+            deadline,
+            &run.code,
+        );
+        let ending = pool_run.drive(checkout, &run.code).await;
+        let lost = pool_run.lost || checkout.worker_id().is_none();
+        if lost {
+            guard.checkout = None;
+        }
+        let (stdout, truncated) = pool_run.take_output();
+        execution.stdout = stdout;
+        execution.truncated = truncated;
+        execution.tool_calls = pool_run.host.tool_calls;
+        execution.side_effects = pool_run.host.side_effects;
+        let budget = self.limits.memory_limit;
+        let limit_hint = move |exc: &MontyException| limit_hint(exc, budget);
+        record_ending(
+            &mut execution,
+            ending,
+            self.limits.max_result_bytes,
+            lost,
+            &limit_hint,
+        );
+        if run.persist {
+            execution.snapshot = match guard.checkout.as_mut() {
+                _ if reset(&execution) => Some(Snapshot::fresh()),
+                Some(checkout) => match checkout.dump().await {
+                    Ok(bytes) => Some(Snapshot::monty(bytes)),
+                    Err(e) => {
+                        execution.warnings.push(format!(
+                            "this session's state could not be saved ({e}); it lives only in this worker"
+                        ));
+                        None
+                    }
+                },
+                None => Some(Snapshot::fresh()),
+            };
+        }
+        execution
+    }
+
+    /// A worker for a session: fresh, or holding the saved state `restore`.
+    async fn new_checkout(&self, restore: Option<Vec<u8>>) -> Result<Checkout, RunError> {
+        let mut checkout = self
+            .pool
+            .checkout(&self.repl_config())
+            .await
+            .map_err(|e| match e {
+                PoolError::Exhausted => RunError::new(
+                    ErrorKind::Limit,
+                    "RuntimeError",
+                    format!(
+                        "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
+                        self.max_workers
+                    ),
+                ),
+                other => RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("cannot start a Monty worker: {other}"),
+                ),
+            })?;
+        let mut quiet = on_print_sync(|_, _| {});
+        if let Some(state) = restore {
+            // The saved state defines `ToolError` already.
+            return match checkout.restore(state, vec![], &mut quiet).await {
+                Ok((None, _)) => Ok(checkout),
+                other => Err(RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("a Monty worker could not load this session's saved state: {other:?}"),
+                )
+                .with_hint("call again: the session starts fresh")),
+            };
+        }
+        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
+        match checkout
+            .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
+            .await
+        {
+            Ok(TurnEvent::Complete(_)) => Ok(checkout),
+            other => Err(RunError::new(
+                ErrorKind::Internal,
+                "SystemError",
+                format!("a new Monty worker failed: {other:?}"),
+            )),
+        }
+    }
+}
+
+fn limit_hint(exc: &MontyException, budget: usize) -> String {
+    let reset = "this session's variables were discarded";
+    if exc.exc_type() == ExcType::MemoryError {
+        format!(
+            "{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once",
+            budget >> 20
+        )
+    } else {
+        format!("{reset}; do less work per call (smaller batches, fewer iterations)")
+    }
+}
+
+async fn lock_until<'a>(
+    state: &'a Arc<AsyncMutex<PoolSession>>,
+    deadline: Instant,
+    control: &RunControl,
+) -> Result<tokio::sync::MutexGuard<'a, PoolSession>, RunError> {
+    tokio::select! {
+        guard = state.lock() => Ok(guard),
+        () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(ErrorKind::Limit, "TimeoutError",
+            "timed out waiting for this session's previous run to finish")),
+        () = control.cancel.cancelled() => Err(cancelled()),
+    }
+}
+
+type CallResult = Result<MontyObject, MontyException>;
+
+impl Engine for PoolEngine {
+    fn name(&self) -> &'static str {
+        ENGINE_NAME
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "monty, worker processes ({}): exact per-session limits, crash isolation",
+            self.binary.display()
+        )
+    }
+
+    fn run(
+        &self,
+        session: SessionId,
+        run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> BoxFuture<'_, Execution> {
+        Box::pin(PoolEngine::run(self, session, run, tools, control))
+    }
+
+    fn end_session(&self, session: SessionId) {
+        PoolEngine::end_session(self, session);
+    }
+
+    fn expire_idle(&self) {
+        PoolEngine::expire_idle(self);
+    }
+}
