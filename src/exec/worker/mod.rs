@@ -404,11 +404,28 @@ impl WorkerEngine {
             .load(Ordering::Relaxed)
             .min(self.limits.max_tool_calls);
         let side_effects = context.side_effects.load(Ordering::Relaxed);
+        if !self.settle(outcome, worker, version, &mut execution).await {
+            guard.worker = None; // dropping the worker stops its process
+        }
+        execution.side_effects = side_effects;
+        WorkerRun::ran(execution)
+    }
+
+    /// Records how the run ended in `execution`; `false` when its worker
+    /// must go (it exited, overran or was cancelled).
+    async fn settle(
+        &self,
+        outcome: Outcome,
+        worker: &mut Worker,
+        version: u64,
+        execution: &mut Execution,
+    ) -> bool {
+        let keep = matches!(outcome, Outcome::Reply(Ok(_) | Err(LinkError::Remote(_))));
         match outcome {
             Outcome::Reply(Ok(value)) => {
                 worker.catalog_version = Some(version);
                 match serde_json::from_value::<RunResult>(value) {
-                    Ok(result) => self.fill(&mut execution, result),
+                    Ok(result) => self.fill(execution, result),
                     Err(e) => {
                         execution.error = Some(RunError::new(
                             ErrorKind::Internal,
@@ -427,15 +444,12 @@ impl WorkerEngine {
             }
             Outcome::Reply(Err(LinkError::Closed)) => {
                 let exit = tokio::time::timeout(EXIT_GRACE, worker.process.exited()).await;
-                guard.worker = None;
                 execution.error = Some(self.worker_gone(exit.ok()));
             }
             Outcome::Exited(exit) => {
-                guard.worker = None;
                 execution.error = Some(self.worker_gone(Some(exit)));
             }
             Outcome::Deadline => {
-                guard.worker = None; // dropping the worker stops its process
                 execution.error = Some(lost(
                     "run time limit exceeded; the worker was stopped and replaced",
                     ErrorKind::Limit,
@@ -443,7 +457,6 @@ impl WorkerEngine {
                 ));
             }
             Outcome::Cancelled => {
-                guard.worker = None;
                 let mut error = RunError::new(
                     ErrorKind::Cancelled,
                     "KeyboardInterrupt",
@@ -453,8 +466,7 @@ impl WorkerEngine {
                 execution.error = Some(error);
             }
         }
-        execution.side_effects = side_effects;
-        WorkerRun::ran(execution)
+        keep
     }
 
     /// The error of a run whose worker ended under it.

@@ -214,69 +214,16 @@ impl PoolRun {
                     system_sleep,
                     ..
                 } => {
-                    let request = match system_sleep {
-                        Some(duration) => OsRequest::Sleep {
-                            duration,
-                            awaitable: function_name.contains("async"),
-                        },
-                        None if function_name == monty_types::IMPORT_CALL => OsRequest::Import(
-                            args.arg(0)
-                                .and_then(|a| a.as_str().map(str::to_owned))
-                                .unwrap_or_default(),
-                        ),
-                        None if function_name.starts_with("os.getenv")
-                            || function_name.starts_with("os.environ") =>
-                        {
-                            OsRequest::Environment
-                        }
-                        None => OsRequest::Other(function_name.clone()),
+                    let call = OsCall {
+                        function_name,
+                        args,
+                        call_id,
+                        allow_eager_await,
+                        system_sleep,
                     };
-                    let awaitable = matches!(
-                        request,
-                        OsRequest::Sleep {
-                            awaitable: true,
-                            ..
-                        }
-                    );
-                    match self.host.on_os_call(request) {
-                        OsDecision::Reply(reply) => {
-                            self.turn(checkout.resume(resume_value(reply), &mut print))
-                                .await
-                        }
-                        OsDecision::Abort(verdict, exc) => {
-                            if matches!(verdict, Verdict::Limit) {
-                                return self.abort(verdict, exc);
-                            }
-                            // Unsupported imports: raise in the sandbox, keep the session.
-                            self.remember(&exc, verdict);
-                            self.turn(checkout.resume(ResumeValue::Error(exc), &mut print))
-                                .await
-                        }
-                        OsDecision::Sleep(d) if awaitable && !allow_eager_await => {
-                            self.inflight.push(
-                                async move {
-                                    tokio::time::sleep(d).await;
-                                    (call_id, Ok(MontyObject::none()))
-                                }
-                                .boxed(),
-                            );
-                            self.turn(checkout.resume(ResumeValue::Future, &mut print))
-                                .await
-                        }
-                        OsDecision::Sleep(d) => {
-                            if let Err(stop) = self.sleep(d).await {
-                                return self.stopped(stop);
-                            }
-                            let none = ResumeValue::Return(MontyObject::none());
-                            if awaitable {
-                                self.turn(
-                                    checkout.resume_futures(vec![(call_id, none)], &mut print),
-                                )
-                                .await
-                            } else {
-                                self.turn(checkout.resume(none, &mut print)).await
-                            }
-                        }
+                    match self.os_call(checkout, call).await {
+                        Ok(next) => next,
+                        Err(ending) => return ending,
                     }
                 }
                 TurnEvent::ResolveFutures {
@@ -292,6 +239,84 @@ impl PoolRun {
                 TurnEvent::Complete(value) => return completed(&value),
             };
         }
+    }
+
+    /// Answers an OS call: sleeps, imports, the environment (denied).
+    async fn os_call(
+        &mut self,
+        checkout: &mut Checkout,
+        call: OsCall,
+    ) -> Result<Result<TurnEvent, PoolError>, Ending> {
+        let OsCall {
+            function_name,
+            args,
+            call_id,
+            allow_eager_await,
+            system_sleep,
+        } = call;
+        let mut print = self.printer();
+        let request = match system_sleep {
+            Some(duration) => OsRequest::Sleep {
+                duration,
+                awaitable: function_name.contains("async"),
+            },
+            None if function_name == monty_types::IMPORT_CALL => OsRequest::Import(
+                args.arg(0)
+                    .and_then(|a| a.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+            None if function_name.starts_with("os.getenv")
+                || function_name.starts_with("os.environ") =>
+            {
+                OsRequest::Environment
+            }
+            None => OsRequest::Other(function_name.clone()),
+        };
+        let awaitable = matches!(
+            request,
+            OsRequest::Sleep {
+                awaitable: true,
+                ..
+            }
+        );
+        Ok(match self.host.on_os_call(request) {
+            OsDecision::Reply(reply) => {
+                self.turn(checkout.resume(resume_value(reply), &mut print))
+                    .await
+            }
+            OsDecision::Abort(verdict, exc) => {
+                if matches!(verdict, Verdict::Limit) {
+                    return Err(self.abort(verdict, exc));
+                }
+                // Unsupported imports: raise in the sandbox, keep the session.
+                self.remember(&exc, verdict);
+                self.turn(checkout.resume(ResumeValue::Error(exc), &mut print))
+                    .await
+            }
+            OsDecision::Sleep(d) if awaitable && !allow_eager_await => {
+                self.inflight.push(
+                    async move {
+                        tokio::time::sleep(d).await;
+                        (call_id, Ok(MontyObject::none()))
+                    }
+                    .boxed(),
+                );
+                self.turn(checkout.resume(ResumeValue::Future, &mut print))
+                    .await
+            }
+            OsDecision::Sleep(d) => {
+                if let Err(stop) = self.sleep(d).await {
+                    return Err(self.stopped(stop));
+                }
+                let none = ResumeValue::Return(MontyObject::none());
+                if awaitable {
+                    self.turn(checkout.resume_futures(vec![(call_id, none)], &mut print))
+                        .await
+                } else {
+                    self.turn(checkout.resume(none, &mut print)).await
+                }
+            }
+        })
     }
 
     fn call_tool(&self, call_id: u32, tool: ToolCall) -> BoxFuture<'static, (u32, CallResult)> {
@@ -455,4 +480,13 @@ fn resume_value(reply: ExtFunctionResult) -> ResumeValue {
         ExtFunctionResult::Future(_) => ResumeValue::Future,
         ExtFunctionResult::NotFound(_) => ResumeValue::NotFound,
     }
+}
+
+/// The parts of an OS-call suspension the gateway answers.
+struct OsCall {
+    function_name: String,
+    args: monty_types::CallArgs,
+    call_id: u32,
+    allow_eager_await: bool,
+    system_sleep: Option<std::time::Duration>,
 }
