@@ -15,7 +15,7 @@ use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::store::Owner;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
-use crate::server::{self, HttpAccess, Shared};
+use crate::server::{self, GatewayState, HttpAccess};
 use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
@@ -103,7 +103,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             let executor = exec::build(&settings, Transport::Stdio)
                 .await
                 .map_err(|e| e.to_string())?;
-            let shared = Shared::new(
+            let shared = GatewayState::new(
                 catalog,
                 executor,
                 settings.description_budget,
@@ -117,7 +117,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             let executor = exec::build(&settings, Transport::Http)
                 .await
                 .map_err(|e| e.to_string())?;
-            let shared = Shared::new(
+            let shared = GatewayState::new(
                 catalog,
                 executor,
                 settings.description_budget,

@@ -13,7 +13,7 @@ use codemcp::exec::store::Owner;
 use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
-use codemcp::server::{Gateway, Shared};
+use codemcp::server::{Gateway, GatewayState};
 use codemcp::upstream::{Catalog, UpstreamLimits};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -30,7 +30,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20 };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
-            Gateway::new_session(Shared::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact))
+            Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact))
         });
         (runtime, gateway)
     })

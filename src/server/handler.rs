@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::http_sessions::HttpSessions;
 use super::render::render;
-use super::sessions::HttpSessions;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
 use crate::exec::{
@@ -31,7 +31,7 @@ pub const TOOL_NAME: &str = "execute_python";
 pub const SDK_URI: &str = "codemcp://sdk.pyi";
 
 /// State shared by every MCP session of one gateway process.
-pub struct Shared {
+pub struct GatewayState {
     pub catalog: Catalog,
     pub executor: Executor,
     pub description_budget: usize,
@@ -42,7 +42,7 @@ pub struct Shared {
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
-impl Shared {
+impl GatewayState {
     pub fn new(
         catalog: Catalog,
         executor: Executor,
@@ -69,7 +69,7 @@ impl Shared {
 }
 
 /// Tells our clients when the upstream catalog (and so our tool description) changed.
-async fn forward_tool_changes(shared: std::sync::Weak<Shared>) {
+async fn forward_tool_changes(shared: std::sync::Weak<GatewayState>) {
     let Some(mut changes) = shared.upgrade().map(|s| s.catalog.subscribe_changes()) else {
         return;
     };
@@ -92,7 +92,7 @@ async fn forward_tool_changes(shared: std::sync::Weak<Shared>) {
     }
 }
 
-async fn expire_sessions(shared: std::sync::Weak<Shared>) {
+async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         tick.tick().await;
@@ -122,14 +122,14 @@ impl Drop for SessionGuard {
 /// The handler for one MCP session (stdio: the process; HTTP: one per session).
 #[derive(Clone)]
 pub struct Gateway {
-    shared: Arc<Shared>,
+    shared: Arc<GatewayState>,
     session: Arc<SessionGuard>,
     /// Over HTTP: tells when the client's session ended.
     http_sessions: Option<Arc<HttpSessions>>,
 }
 
 impl Gateway {
-    pub fn new_session(shared: Arc<Shared>) -> Self {
+    pub fn new_session(shared: Arc<GatewayState>) -> Self {
         let session = Arc::new(SessionGuard {
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),

@@ -1,8 +1,8 @@
 //! Serving the gateway over stdio and Streamable HTTP.
 
 mod handler;
+mod http_sessions;
 mod render;
-mod sessions;
 mod stdin;
 
 use std::net::SocketAddr;
@@ -17,7 +17,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use self::handler::{Gateway, SDK_URI, Shared, TOOL_NAME};
+pub use self::handler::{Gateway, GatewayState, SDK_URI, TOOL_NAME};
 pub use self::render::{render, render_text};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum ServerError {
 }
 
 /// Serves one MCP session on stdin/stdout until the client closes it.
-pub async fn serve_stdio(shared: Arc<Shared>) -> Result<(), ServerError> {
+pub async fn serve_stdio(shared: Arc<GatewayState>) -> Result<(), ServerError> {
     let gateway = Gateway::new_session(shared);
     let input = stdin::WatchedStdin::new(gateway.closing());
     let running = gateway
@@ -67,7 +67,7 @@ pub struct HttpAccess {
 
 /// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
 pub async fn serve_http(
-    shared: Arc<Shared>,
+    shared: Arc<GatewayState>,
     addr: SocketAddr,
     access: HttpAccess,
     shutdown: CancellationToken,
@@ -86,7 +86,7 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
-    let sessions = Arc::new(sessions::HttpSessions::default());
+    let sessions = Arc::new(http_sessions::HttpSessions::default());
     let ended = sessions.clone();
     let service = StreamableHttpService::new(
         move || Ok(Gateway::new_session(shared.clone()).with_http_sessions(ended.clone())),

@@ -108,7 +108,7 @@ impl ControlServer {
 
     /// Registers a fresh token; the receiver yields the worker's link once a
     /// connection presents it.
-    pub fn expect(&self) -> (String, oneshot::Receiver<Arc<WorkerLink>>) {
+    pub fn issue_token(&self) -> (String, oneshot::Receiver<Arc<WorkerLink>>) {
         let token = random_token();
         let (tx, rx) = oneshot::channel();
         self.waiting
@@ -216,7 +216,7 @@ mod tests {
         let server = ControlServer::start("127.0.0.1".parse().expect("ip"))
             .await
             .expect("listen");
-        let (token, linked) = server.expect();
+        let (token, linked) = server.issue_token();
         let (mut wrong, _) = tokio_tungstenite::connect_async(server.url())
             .await
             .expect("connect");
@@ -255,7 +255,7 @@ mod tests {
         assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
         drop(idle);
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let (token, linked) = server.expect();
+        let (token, linked) = server.issue_token();
         assert_links(&server, token, linked).await;
     }
 

@@ -168,7 +168,7 @@ impl DockerSpawner {
             vec!["python3".into(), "-u".into(), "-c".into(), bootstrap.into()]
         };
         let (network_id, gateway) = ensure_network(&docker).await?;
-        let me = Gateway::current();
+        let me = GatewayProcess::current();
         // Docker before 26 gives containers on an internal network a default
         // route to the host (which drops what they send through it); removing it
         // needs the container's network namespace, so root.
@@ -588,14 +588,14 @@ async fn named_networks(docker: &Docker) -> Result<Vec<bollard::models::Network>
 }
 
 /// This gateway process, as its containers' labels name it.
-struct Gateway {
+struct GatewayProcess {
     host: String,
     pid: u32,
     /// The process start time, so a reused pid is not mistaken for us.
     start: String,
 }
 
-impl Gateway {
+impl GatewayProcess {
     fn current() -> Self {
         let pid = std::process::id();
         Self {
@@ -620,7 +620,7 @@ fn process_start(pid: u32) -> Option<String> {
 }
 
 /// Removes worker containers whose gateway (on this host) is gone.
-async fn reap_stale(docker: &Docker, me: &Gateway) {
+async fn reap_stale(docker: &Docker, me: &GatewayProcess) {
     let options = ListContainersOptions {
         all: true,
         filters: Some(HashMap::from([(
@@ -657,7 +657,7 @@ mod tests {
 
     #[test]
     fn our_own_process_is_recognised_as_alive() {
-        let me = Gateway::current();
+        let me = GatewayProcess::current();
         assert!(!me.start.is_empty());
         assert_eq!(process_start(me.pid), Some(me.start));
         assert!(!me.host.is_empty());

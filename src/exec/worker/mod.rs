@@ -27,7 +27,7 @@ use tokio::process::Command;
 use self::control::ControlServer;
 use self::docker::{DockerConfig, DockerSpawner};
 use self::link::{LinkError, RunContext, WorkerLink};
-use self::protocol::{Catalog, FunctionInfo, RunParams, RunResult};
+use self::protocol::{FunctionInfo, RunParams, RunResult, WorkerCatalog};
 use self::spawn::{Exit, HostSpawner, Launched, Spawner};
 use super::session_table::SessionTable;
 use futures::future::BoxFuture;
@@ -118,7 +118,7 @@ pub struct WorkerEngine {
     stopping: AtomicBool,
     /// The catalog as workers see it, for the SDK it was built from: built
     /// once per catalog change, not once per run.
-    catalog: Mutex<Option<(Arc<Sdk>, Arc<Catalog>)>>,
+    catalog: Mutex<Option<(Arc<Sdk>, Arc<WorkerCatalog>)>>,
 }
 
 /// `CODEMCP_PYTHON`, else `python3` on `PATH`.
@@ -197,7 +197,7 @@ impl WorkerEngine {
     }
 
     async fn spawn_worker(&self) -> Result<Worker, WorkerError> {
-        let (token, linked) = self.control.expect();
+        let (token, linked) = self.control.issue_token();
         let url = self.control.url();
         let launched = self.spawner.spawn(&url, &token).await;
         let mut process = match launched {
@@ -273,7 +273,7 @@ impl WorkerEngine {
         self.spawn_worker().await
     }
 
-    fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<Catalog> {
+    fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<WorkerCatalog> {
         let mut cached = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
         match cached.as_ref() {
             Some((built_from, catalog)) if Arc::ptr_eq(built_from, sdk) => catalog.clone(),
@@ -583,7 +583,7 @@ fn lost(what: &str, kind: ErrorKind, exc_type: &str) -> RunError {
 }
 
 /// The catalog as the worker sees it, with a version that changes with it.
-fn catalog_of(sdk: &Sdk) -> Catalog {
+fn catalog_of(sdk: &Sdk) -> WorkerCatalog {
     let functions: Vec<FunctionInfo> = sdk
         .functions()
         .iter()
@@ -597,7 +597,7 @@ fn catalog_of(sdk: &Sdk) -> Catalog {
         f.name.hash(&mut hasher);
         f.doc.hash(&mut hasher);
     }
-    Catalog {
+    WorkerCatalog {
         version: hasher.finish(),
         functions,
     }

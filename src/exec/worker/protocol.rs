@@ -21,13 +21,13 @@ pub struct RunParams {
     pub timeout_ms: u64,
     pub max_output_bytes: usize,
     /// Sent when the tool catalog changed since the worker last saw it.
-    pub catalog: Option<Catalog>,
+    pub catalog: Option<WorkerCatalog>,
     /// Variables to seed before running (a session moving over from Monty).
     pub globals: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Catalog {
+pub struct WorkerCatalog {
     pub version: u64,
     pub functions: Vec<FunctionInfo>,
 }
