@@ -5,8 +5,9 @@
 //! takes along the JSON-serializable variables it had set in Monty. Limits are
 //! verdicts and never escalate.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -42,8 +43,8 @@ impl Router {
         }
     }
 
-    fn assigned(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, BTreeSet<String>>> {
-        self.assigned.lock().unwrap_or_else(PoisonError::into_inner)
+    fn assigned(&self) -> parking_lot::MutexGuard<'_, HashMap<SessionId, BTreeSet<String>>> {
+        self.assigned.lock()
     }
 
     /// The session's Monty variables that survive a JSON round trip.
@@ -67,10 +68,8 @@ impl Router {
         }
     }
 
-    fn escalated(&self) -> std::sync::MutexGuard<'_, HashSet<SessionId>> {
-        self.escalated
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn escalated(&self) -> parking_lot::MutexGuard<'_, HashSet<SessionId>> {
+        self.escalated.lock()
     }
 
     async fn route(

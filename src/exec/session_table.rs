@@ -2,8 +2,9 @@
 //! process, a checked-out worker in pool mode): created on first use, one run
 //! at a time, dropped when idle too long or when the cap needs room.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
@@ -36,7 +37,7 @@ impl<S> SessionTable<S> {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Entry<S>>> {
         // A poisoned map is still a consistent map of Arcs.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        self.entries.lock()
     }
 
     /// The session's state, made with `create` when it is new. Makes room by

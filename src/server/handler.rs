@@ -1,7 +1,8 @@
 //! The MCP face of codemcp: one tool, `execute_python`, plus the SDK as a
 //! resource, served by an rmcp `ServerHandler`.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[allow(deprecated)]
@@ -61,10 +62,8 @@ impl GatewayState {
         shared
     }
 
-    fn legacy_peers(&self) -> std::sync::MutexGuard<'_, Vec<Peer<RoleServer>>> {
-        self.legacy_peers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn legacy_peers(&self) -> parking_lot::MutexGuard<'_, Vec<Peer<RoleServer>>> {
+        self.legacy_peers.lock()
     }
 }
 
@@ -189,11 +188,8 @@ impl Gateway {
         tool_result(&execution, self.shared.output)
     }
 
-    fn implicit(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.session
-            .implicit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn implicit(&self) -> parking_lot::MutexGuard<'_, Option<String>> {
+        self.session.implicit.lock()
     }
 }
 

@@ -5,8 +5,9 @@
 //! worker and keep calling tools for nobody. This wraps rmcp's local session
 //! manager with one token per session that fires at once.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
 use futures::Stream;
 use rmcp::RoleServer;
@@ -38,13 +39,13 @@ impl HttpSessions {
         self.open().get(id).cloned()
     }
 
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, CancellationToken>> {
+    fn open(&self) -> parking_lot::MutexGuard<'_, HashMap<SessionId, CancellationToken>> {
         lock(&self.open)
     }
 }
 
-fn lock(open: &Open) -> std::sync::MutexGuard<'_, HashMap<SessionId, CancellationToken>> {
-    open.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(open: &Open) -> parking_lot::MutexGuard<'_, HashMap<SessionId, CancellationToken>> {
+    open.lock()
 }
 
 /// Cancels the session's token and forgets it.

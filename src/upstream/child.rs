@@ -6,10 +6,11 @@
 //! closed. Here either event marks the connection [`Liveness::lose`]: calls in
 //! flight fail at once with the reason, and the next call starts a new process.
 
+use parking_lot::Mutex;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ pub struct Liveness {
 impl Liveness {
     /// Marks the connection lost; the first reason wins.
     pub fn lose(&self, reason: impl Into<String>) {
-        let mut slot = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.reason.lock();
         if slot.is_none() {
             *slot = Some(reason.into());
         }
@@ -58,7 +59,6 @@ impl Liveness {
     pub fn reason(&self) -> String {
         self.reason
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .clone()
             .unwrap_or_else(|| "the connection was lost".into())
     }

@@ -10,8 +10,9 @@ mod child;
 mod connection;
 mod result;
 
+use parking_lot::RwLock;
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -482,12 +483,10 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
 
 // Poisoning only means another thread panicked mid-update of plain data; the
 // data is still usable.
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+fn read<T>(lock: &RwLock<T>) -> parking_lot::RwLockReadGuard<'_, T> {
     lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+fn write<T>(lock: &RwLock<T>) -> parking_lot::RwLockWriteGuard<'_, T> {
     lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -3,8 +3,8 @@
 //! starts one (there is no cap: a run blocks its thread while it waits for
 //! tools, and runs must not wait for each other); a thread idle for a minute ends.
 
+use parking_lot::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -41,8 +41,8 @@ impl ThreadCache {
         }
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Sender<Task>)>> {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    fn idle(&self) -> parking_lot::MutexGuard<'_, Vec<(u64, Sender<Task>)>> {
+        self.idle.lock()
     }
 
     /// Runs `task` on an idle thread, or on a new one.

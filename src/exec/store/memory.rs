@@ -1,8 +1,8 @@
 //! Sessions in this process's memory: gone with the process, but with the
 //! same expiry, lease and sealing rules as the shared stores.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -59,7 +59,7 @@ impl MemoryBackend {
     /// A panic elsewhere while holding the lock leaves the map consistent
     /// (every change is one assignment), so a poisoned lock is still usable.
     fn slots(&self) -> MutexGuard<'_, HashMap<Handle, Slot>> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+        self.slots.lock()
     }
 
     fn fetch_now(&self, handle: &Handle, max_len: usize) -> Fetched {

@@ -6,10 +6,11 @@
 //! Sealed records live in their own table: leases, loads (which refresh the
 //! idle timer) and releases then rewrite a small row, never the snapshot.
 
+use parking_lot::Mutex;
 use std::fs;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt;
@@ -93,7 +94,7 @@ impl SqliteBackend {
         &self,
         job: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        job(&self.conn.lock().unwrap_or_else(PoisonError::into_inner))
+        job(&self.conn.lock())
     }
 
     /// Runs `job` on the blocking pool: SQLite calls may wait on the disk or
@@ -108,7 +109,7 @@ impl SqliteBackend {
             let ran = tokio::task::spawn_blocking(move || {
                 // A panic while holding the lock cannot leave a statement half
                 // done (SQLite rolls it back), so a poisoned lock is usable.
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut conn = conn.lock();
                 job(&mut conn, now_ms())
             })
             .await;

@@ -9,9 +9,10 @@
 //! session could hold the gateway's file descriptors and starve every other
 //! session's workers.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -41,7 +42,7 @@ struct Admission {
 
 impl Admission {
     fn try_new(peer: IpAddr, unproven: &Unproven) -> Option<Self> {
-        let mut counts = unproven.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = unproven.lock();
         let count = counts.entry(peer).or_default();
         if *count >= MAX_UNPROVEN_PER_PEER {
             return None;
@@ -56,7 +57,7 @@ impl Admission {
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        let mut counts = self.unproven.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts = self.unproven.lock();
         if let Some(count) = counts.get_mut(&self.peer) {
             *count -= 1;
             if *count == 0 {
@@ -111,18 +112,12 @@ impl ControlServer {
     pub fn issue_token(&self) -> (String, oneshot::Receiver<Arc<WorkerLink>>) {
         let token = random_token();
         let (tx, rx) = oneshot::channel();
-        self.waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.clone(), tx);
+        self.waiting.lock().insert(token.clone(), tx);
         (token, rx)
     }
 
     pub fn forget(&self, token: &str) {
-        self.waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(token);
+        self.waiting.lock().remove(token);
     }
 }
 
@@ -154,7 +149,7 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting, admission:
         return;
     };
     let matched = {
-        let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut waiting = waiting.lock();
         // Compare with every token, in constant time each.
         let key = waiting
             .keys()

@@ -10,9 +10,10 @@
 //! containers of gateways that died at its start. `auto_remove` and the
 //! worker's exit on a closed control channel clean up after a killed gateway.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -369,12 +370,7 @@ impl Spawner for DockerSpawner {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let ids: Vec<String> = self
-                .live
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .drain()
-                .collect();
+            let ids: Vec<String> = self.live.lock().drain().collect();
             let removals = ids.iter().map(|id| remove(&self.docker, id));
             let _ =
                 tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(removals)).await;
@@ -391,9 +387,7 @@ struct Container {
 
 impl Container {
     fn new(docker: Docker, id: String, live: Arc<Mutex<HashSet<String>>>) -> Self {
-        live.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone());
+        live.lock().insert(id.clone());
         Self { docker, id, live }
     }
 }
@@ -494,11 +488,7 @@ fn unknown_exit() -> Exit {
 
 impl Drop for Container {
     fn drop(&mut self) {
-        let tracked = self
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.id);
+        let tracked = self.live.lock().remove(&self.id);
         if !tracked {
             return; // shutdown() already removed it
         }

@@ -3,9 +3,10 @@
 //! (`call_tool`, `search_tools`, `describe_tool`) are answered from the run
 //! context of their session, through the same SDK and catalog as Monty.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -93,12 +94,7 @@ impl WorkerLink {
 
     fn close(&self) {
         self.closed.cancel();
-        let waiting: Vec<_> = self
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .collect();
+        let waiting: Vec<_> = self.pending.lock().drain().collect();
         drop(waiting); // their receivers see the sender dropped: Closed
     }
 
@@ -106,10 +102,7 @@ impl WorkerLink {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, LinkError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, tx);
+        self.pending.lock().insert(id, tx);
         let frame = Frame::request(json!(id), method, params);
         let text = serde_json::to_string(&frame).map_err(|_| LinkError::Closed)?;
         if self.closed.is_cancelled() || self.outgoing.send(Message::text(text)).is_err() {
@@ -123,17 +116,11 @@ impl WorkerLink {
     }
 
     pub fn begin_run(&self, session: &str, context: Arc<RunContext>) {
-        self.runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.to_owned(), context);
+        self.runs.lock().insert(session.to_owned(), context);
     }
 
     pub fn end_run(&self, session: &str) {
-        self.runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(session);
+        self.runs.lock().remove(session);
     }
 
     fn on_frame(self: &Arc<Self>, text: &str) {
@@ -155,11 +142,7 @@ impl WorkerLink {
             }
             (None, Some(Value::Number(id))) => {
                 let Some(id) = id.as_u64() else { return };
-                let waiter = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&id);
+                let waiter = self.pending.lock().remove(&id);
                 if let Some(waiter) = waiter {
                     let result = match frame.error {
                         Some(e) => Err(e),
@@ -182,12 +165,7 @@ impl WorkerLink {
             "call_tool" => {
                 let params: CallToolParams =
                     serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
-                let context = self
-                    .runs
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&params.session)
-                    .cloned();
+                let context = self.runs.lock().get(&params.session).cloned();
                 let context =
                     context.ok_or_else(|| bad("no run is active for this session".into()))?;
                 call_tool(&context, params).await
@@ -223,12 +201,7 @@ impl WorkerLink {
     }
 
     fn any_sdk(&self) -> Option<Arc<Sdk>> {
-        self.runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .next()
-            .map(|c| c.sdk.clone())
+        self.runs.lock().values().next().map(|c| c.sdk.clone())
     }
 }
 

@@ -15,10 +15,11 @@ mod netns;
 pub mod protocol;
 mod spawn;
 
+use parking_lot::Mutex;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -274,7 +275,7 @@ impl WorkerEngine {
     }
 
     fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<WorkerCatalog> {
-        let mut cached = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cached = self.catalog.lock();
         match cached.as_ref() {
             Some((built_from, catalog)) if Arc::ptr_eq(built_from, sdk) => catalog.clone(),
             _ => {

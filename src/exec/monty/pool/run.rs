@@ -51,7 +51,7 @@ impl PoolRun {
     }
 
     pub(super) fn take_output(&self) -> (String, bool) {
-        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = self.out.lock();
         std::mem::replace(&mut *out, OutputCapture::new(0)).finish()
     }
 
@@ -59,11 +59,7 @@ impl PoolRun {
         &self,
     ) -> impl FnMut(monty_types::PrintStream, &str) -> monty_pool::PrintFuture + Send + use<> {
         let out = self.out.clone();
-        on_print_sync(move |_, text| {
-            out.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push_text(text)
-        })
+        on_print_sync(move |_, text| out.lock().push_text(text))
     }
 
     pub(super) async fn drive(&mut self, checkout: &mut Checkout, code: &str) -> Ending {
