@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use codemcp::exec::monty::memory::{CountingAllocator, total_live_bytes};
 use codemcp::exec::monty::{MontyEngine, MontyLimits};
-use codemcp::exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
+use codemcp::exec::{Engine, Run, RunControl, SessionId, ToolFailure, ToolHost};
 use codemcp::sdk::Sdk;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};

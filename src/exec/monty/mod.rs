@@ -169,22 +169,6 @@ impl MontyEngine {
         execution
     }
 
-    /// Forgets a session (its MCP session ended).
-    pub fn end_session(&self, session: SessionId) {
-        self.sessions.remove(session);
-        if let Some(pool) = self.started_spare() {
-            pool.end_session(session);
-        }
-    }
-
-    /// Drops sessions idle for longer than the configured time.
-    pub fn expire_idle(&self) {
-        self.sessions.expire_idle();
-        if let Some(pool) = self.started_spare() {
-            pool.expire_idle();
-        }
-    }
-
     pub fn session_count(&self) -> usize {
         self.sessions.len()
     }
@@ -628,11 +612,19 @@ impl Engine for MontyEngine {
         Box::pin(MontyEngine::run(self, session, run, tools, control))
     }
 
+    /// Forgets a session's state in memory (the store keeps its snapshot).
     fn end_session(&self, session: SessionId) {
-        MontyEngine::end_session(self, session);
+        self.sessions.remove(session);
+        if let Some(pool) = self.started_spare() {
+            pool.end_session(session);
+        }
     }
 
+    /// Drops sessions idle for longer than the configured time.
     fn expire_idle(&self) {
-        MontyEngine::expire_idle(self);
+        self.sessions.expire_idle();
+        if let Some(pool) = self.started_spare() {
+            pool.expire_idle();
+        }
     }
 }

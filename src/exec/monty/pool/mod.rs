@@ -161,14 +161,6 @@ impl PoolEngine {
         self.pool.idle_workers()
     }
 
-    pub fn end_session(&self, session: SessionId) {
-        self.sessions.remove(session);
-    }
-
-    pub fn expire_idle(&self) {
-        self.sessions.expire_idle();
-    }
-
     fn repl_config(&self) -> ReplConfig {
         let limits = ResourceLimits::default()
             .max_memory(self.limits.memory_limit)
@@ -372,10 +364,10 @@ impl Engine for PoolEngine {
     }
 
     fn end_session(&self, session: SessionId) {
-        PoolEngine::end_session(self, session);
+        self.sessions.remove(session);
     }
 
     fn expire_idle(&self) {
-        PoolEngine::expire_idle(self);
+        self.sessions.expire_idle();
     }
 }
