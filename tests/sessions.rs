@@ -71,13 +71,19 @@ async fn serve(state: &Path, env: &[(&str, &str)]) -> Gateway {
     let log = Arc::new(Mutex::new(Vec::new()));
     let url = tokio::time::timeout(Duration::from_secs(60), async {
         while let Ok(Some(line)) = lines.next_line().await {
-            let url = line.split("serving MCP on ").nth(1).map(|u| u.trim().to_owned());
+            let url = line
+                .split("serving MCP on ")
+                .nth(1)
+                .map(|u| u.trim().to_owned());
             log.lock().expect("log").push(line);
             if let Some(url) = url {
                 return url;
             }
         }
-        panic!("codemcp exited before serving HTTP: {:?}", log.lock().expect("log"));
+        panic!(
+            "codemcp exited before serving HTTP: {:?}",
+            log.lock().expect("log")
+        );
     })
     .await
     .expect("codemcp serves HTTP within 60 s");
@@ -159,7 +165,9 @@ fn monty_workers(gateway: u32) -> Vec<u32> {
                 .is_some_and(|flags| flags & PF_EXITING != 0);
             let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
             let killed = status.lines().any(|l| {
-                let pending = l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:"));
+                let pending = l
+                    .strip_prefix("SigPnd:")
+                    .or_else(|| l.strip_prefix("ShdPnd:"));
                 pending
                     .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
                     .is_some_and(|mask| mask & SIGKILL_BIT != 0)
@@ -178,8 +186,7 @@ async fn connect(url: &str, token: Option<&str>) -> HttpClient {
     if let Some(token) = token {
         config = config.auth_header(token);
     }
-    ()
-        .serve(StreamableHttpClientTransport::from_config(config))
+    ().serve(StreamableHttpClientTransport::from_config(config))
         .await
         .expect("MCP over HTTP")
 }
@@ -227,7 +234,11 @@ fn handle(ran: &Ran) -> String {
 fn warnings(ran: &Ran) -> Vec<String> {
     ran.structured["warnings"]
         .as_array()
-        .map(|w| w.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .map(|w| {
+            w.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -235,7 +246,11 @@ fn warnings(ran: &Ran) -> Vec<String> {
 #[track_caller]
 fn value(ran: &Ran) -> &Value {
     assert!(!ran.is_error, "the run failed: {}", ran.text);
-    assert!(warnings(ran).is_empty(), "unexpected warnings: {}", ran.text);
+    assert!(
+        warnings(ran).is_empty(),
+        "unexpected warnings: {}",
+        ran.text
+    );
     ran.result()
 }
 
@@ -417,7 +432,9 @@ async fn modern_client_keeps_variables_by_passing_the_handle_back() {
     let report = drive(&python2(), &gateway.url, "auto", &steps).await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     let r = &report["results"];
-    let first = r[0]["structuredContent"]["session"].as_str().expect("handle");
+    let first = r[0]["structuredContent"]["session"]
+        .as_str()
+        .expect("handle");
     assert_eq!(r[1]["isError"], false, "{report}");
     assert_eq!(r[1]["structuredContent"]["result"], 42, "{report}");
     assert_eq!(r[1]["structuredContent"]["session"], first, "{report}");
@@ -446,7 +463,9 @@ async fn stdio_keeps_state_without_a_handle_and_with_it() {
     let setup = Setup::new(json!({}));
     let xdg = state.path().display().to_string();
     let client = setup.stdio(&[("XDG_STATE_HOME", xdg.as_str())]).await;
-    let first = client.exec("x = 41\ndef double(v):\n    return v * 2").await;
+    let first = client
+        .exec("x = 41\ndef double(v):\n    return v * 2")
+        .await;
     assert!(!first.is_error, "{}", first.text);
     let h = handle(&first);
     let implicit = client.exec("x + 1").await;
@@ -477,14 +496,20 @@ async fn killed_gateway_restarts_with_its_sessions() {
         .await;
         assert!(!ran.is_error, "{placement}: {}", ran.text);
         let h = handle(&ran);
-        assert_eq!(value(&call(&client, "x = x + 1", Some(&h)).await), &Value::Null);
+        assert_eq!(
+            value(&call(&client, "x = x + 1", Some(&h)).await),
+            &Value::Null
+        );
         let pid = gateway.pid();
         let workers_before = monty_workers(pid);
         gateway.kill9().await;
         drop(client);
         let key = state.path().join("codemcp/session.key");
         let mode = std::fs::metadata(&key).expect("key file").permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
 
         let gateway = serve(state.path(), &env).await;
         let client = connect(&gateway.url, None).await;
@@ -518,11 +543,17 @@ async fn two_gateways_on_one_redis_serve_each_others_handles() {
     let set = call(&on_a, "x = 1\nseen = ['a']", None).await;
     assert!(!set.is_error, "{}", set.text);
     let h = handle(&set);
-    assert_eq!(value(&call(&on_b, "[x, seen]", Some(&h)).await), &json!([1, ["a"]]));
+    assert_eq!(
+        value(&call(&on_b, "[x, seen]", Some(&h)).await),
+        &json!([1, ["a"]])
+    );
     let update = call(&on_b, "x = x + 10\nseen.append('b')", Some(&h)).await;
     assert!(!update.is_error, "{}", update.text);
     // A still holds version 1 in its worker; the store has B's newer one.
-    assert_eq!(value(&call(&on_a, "[x, seen]", Some(&h)).await), &json!([11, ["a", "b"]]));
+    assert_eq!(
+        value(&call(&on_a, "[x, seen]", Some(&h)).await),
+        &json!([11, ["a", "b"]])
+    );
     // And back again, through A's own (now current) worker.
     assert_eq!(value(&call(&on_a, "x = x * 2\nx", Some(&h)).await), 22);
     assert_eq!(value(&call(&on_b, "x", Some(&h)).await), 22);
@@ -554,7 +585,10 @@ async fn handle_from_another_token_is_refused_like_an_unknown_one() {
     let by_nobody = call(&anonymous, "secret", Some(&h)).await;
     refused(&by_nobody, &h);
     assert_eq!(
-        normalized(&by_nobody, &[&h, by_nobody.structured["session"].as_str().unwrap_or("")]),
+        normalized(
+            &by_nobody,
+            &[&h, by_nobody.structured["session"].as_str().unwrap_or("")]
+        ),
         normalized(&unknown, &[NEVER_MINTED, &new_u]),
     );
     // Alice's handle against a session someone else holds: refused as well.
@@ -594,7 +628,8 @@ async fn tampered_snapshot_is_refused_and_the_run_starts_fresh() {
     assert!(!call(&client, "y = 'other'", Some(&other)).await.is_error);
 
     let db = rusqlite::Connection::open(sqlite_file(state.path())).expect("open the store file");
-    db.busy_timeout(Duration::from_secs(5)).expect("busy timeout");
+    db.busy_timeout(Duration::from_secs(5))
+        .expect("busy timeout");
     let record = |handle: &str| -> Vec<u8> {
         db.query_row(
             "SELECT record FROM records WHERE handle = ?1",
@@ -666,7 +701,10 @@ async fn concurrent_runs_on_one_handle_never_interleave() {
     for ran in &results {
         assert!(!ran.is_error, "the second run waits its turn: {}", ran.text);
     }
-    assert!(started.elapsed() >= Duration::from_millis(1000), "the runs overlapped");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "the runs overlapped"
+    );
     let mut seen: Vec<_> = results.iter().map(|r| r.result().clone()).collect();
     seen.sort_by_key(|v| v.as_i64());
     assert_eq!(seen, [json!(1), json!(2)]);
@@ -681,7 +719,11 @@ async fn concurrent_runs_on_one_handle_never_interleave() {
     let (long, short) = tokio::join!(long, short);
     assert_eq!(value(&long), 3);
     assert!(short.is_error, "{}", short.text);
-    assert!(short.error_message().contains("session busy"), "{}", short.text);
+    assert!(
+        short.error_message().contains("session busy"),
+        "{}",
+        short.text
+    );
     assert_eq!(handle(&short), h);
     assert_eq!(value(&call(&c2, "n", Some(&h)).await), 3);
 
@@ -695,12 +737,22 @@ async fn concurrent_runs_on_one_handle_never_interleave() {
     let b1 = connect(&b.url, None).await;
     let b2 = connect(&b.url, None).await;
     let h = handle(&call(&a1, "n = 0", None).await);
+    let started = Instant::now();
     let results = at_once(&[&a1, &b1, &a2, &b2], &h, INCREMENT).await;
-    let done = results.iter().filter(|r| !r.is_error).count() as i64;
-    for ran in results.iter().filter(|r| r.is_error) {
-        assert!(ran.error_message().contains("session busy"), "{}", ran.text);
+    for ran in &results {
+        if ran.is_error {
+            assert!(ran.error_message().contains("session busy"), "{}", ran.text);
+        } else {
+            // A run whose state was not saved would be a lost update too.
+            assert!(warnings(ran).is_empty(), "{}", ran.text);
+        }
     }
+    let done = results.iter().filter(|r| !r.is_error).count() as i64;
     assert_eq!(done, 4, "every run waited its turn (30 s wall time each)");
+    assert!(
+        started.elapsed() >= Duration::from_millis(2000),
+        "the runs overlapped"
+    );
     assert_eq!(value(&call(&b1, "n", Some(&h)).await), done);
     assert_eq!(value(&call(&a1, "n", Some(&h)).await), done);
 }
@@ -724,7 +776,11 @@ async fn redis_stopped_mid_session_warns_and_recovers() {
     assert_eq!(ran.result(), 2);
     assert_eq!(handle(&ran), h);
     let said = warnings(&ran).join("\n");
-    assert!(said.contains("not persist") || said.contains("unavailable"), "{}", ran.text);
+    assert!(
+        said.contains("not persist") || said.contains("unavailable"),
+        "{}",
+        ran.text
+    );
     // No store to check owners against: another token still gets nothing.
     let stolen = call(&mallory, "x", Some(&h)).await;
     assert!(stolen.is_error, "{}", stolen.text);
@@ -742,7 +798,11 @@ async fn redis_stopped_mid_session_warns_and_recovers() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    assert!(warnings(&ran).is_empty(), "the store never came back: {}", ran.text);
+    assert!(
+        warnings(&ran).is_empty(),
+        "the store never came back: {}",
+        ran.text
+    );
     let x = ran.result().as_i64().expect("x");
     assert!(x >= 3, "{}", ran.text);
     let on_b = connect(&b.url, Some("owner-token")).await;
@@ -792,8 +852,11 @@ async fn a_thousand_sessions_keep_their_values_with_bounded_workers() {
             }
             mine
         });
-        let mut all: Vec<(usize, String)> =
-            futures::future::join_all(jobs).await.into_iter().flatten().collect();
+        let mut all: Vec<(usize, String)> = futures::future::join_all(jobs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         all.sort();
         all.into_iter().map(|(_, h)| h).collect()
     };
@@ -833,7 +896,11 @@ async fn unknown_handle_starts_a_new_session_and_says_so() {
             .await;
         let new = refused(&ran, given);
         assert_ne!(new, h);
-        assert!(ran.text.contains(&new), "the text names the new handle: {}", ran.text);
+        assert!(
+            ran.text.contains(&new),
+            "the text names the new handle: {}",
+            ran.text
+        );
         // The code did not run in the new session, which exists and is empty.
         let check = client
             .exec_args(json!({"code": "ran", "session": new}))
@@ -843,6 +910,8 @@ async fn unknown_handle_starts_a_new_session_and_says_so() {
         assert_eq!(handle(&check), new);
     }
     // The session this client had before is untouched.
-    let back = client.exec_args(json!({"code": "kept", "session": h})).await;
+    let back = client
+        .exec_args(json!({"code": "kept", "session": h}))
+        .await;
     assert_eq!(value(&back), "yes");
 }
