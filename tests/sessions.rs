@@ -914,4 +914,24 @@ async fn unknown_handle_starts_a_new_session_and_says_so() {
         .exec_args(json!({"code": "kept", "session": h}))
         .await;
     assert_eq!(value(&back), "yes");
+
+    // An expired handle is answered the same way. Idle for 1 s, a session
+    // is gone from the store at once and from memory within the gateway's
+    // 5 s sweep (until then this gateway still serves it from memory).
+    let client = setup
+        .stdio(&[
+            ("XDG_STATE_HOME", xdg.as_str()),
+            ("CODEMCP_SESSION_IDLE_SECS", "1"),
+        ])
+        .await;
+    let h = handle(&client.exec("kept = 'yes'").await);
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let ran = client
+        .exec_args(json!({"code": "kept", "session": h}))
+        .await;
+    let new = refused(&ran, &h);
+    let check = client
+        .exec_args(json!({"code": "kept", "session": new}))
+        .await;
+    assert_eq!(check.error_type(), "NameError", "{}", check.text);
 }
