@@ -18,6 +18,8 @@ use super::{ErrorKind, Execution, Run, RunError, Saved, SessionId, Snapshot};
 /// What this gateway knows about a session it ran.
 struct Local {
     id: SessionId,
+    /// Whose it is: what this gateway holds is used only for them.
+    owner: Owner,
     last_used: Instant,
     /// Its last save failed: the engine's state is newer than the stored one.
     unsaved: bool,
@@ -68,7 +70,7 @@ impl Persistence {
         };
         let lease = match self.store.acquire(&handle, run.wall).await {
             Ok(lease) => Some(lease),
-            Err(StoreError::Busy) => return Err(busy(&handle)),
+            Err(StoreError::Busy) => return Err(self.busy_or_gone(&handle, owner, run).await),
             Err(e) => {
                 tracing::warn!(target: "codemcp::session", error = %e, "session store: lease not taken");
                 None
@@ -83,7 +85,7 @@ impl Persistence {
         };
         match self.load(&mut begun).await {
             Ok(saved) => {
-                begun.id = self.local_id(&begun.handle);
+                begun.id = self.local_id(&begun.handle, begun.owner);
                 run.saved = saved;
                 run.version = begun.lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
                 run.persist = true;
@@ -99,7 +101,14 @@ impl Persistence {
     /// The saved state to load, `Ok(None)` to go on with what this gateway
     /// holds, `Err` when the session does not exist for this caller.
     async fn load(&self, begun: &mut Begun) -> Result<Option<Arc<Saved>>, ()> {
-        let known_here = self.local.lock().get(&begun.handle).map(|l| l.unsaved);
+        let here = self
+            .local
+            .lock()
+            .get(&begun.handle)
+            .map(|l| (l.unsaved, l.owner == begun.owner));
+        // Whether its last save failed, if this gateway holds it for this caller.
+        let known_here = here.filter(|&(_, mine)| mine).map(|(unsaved, _)| unsaved);
+        let foreign_here = here.is_some_and(|(_, mine)| !mine);
         match self.store.load(&begun.handle).await {
             Ok(Some(stored)) if stored.owner != begun.owner => Err(()),
             Ok(Some(_)) if known_here == Some(true) => Ok(None),
@@ -108,6 +117,8 @@ impl Persistence {
             })) => Ok(Some(Arc::new(Saved { version, snapshot }))),
             Ok(None) if known_here.is_some() => Ok(None),
             Ok(None) => Err(()),
+            // No stored owner to go by: this gateway's word is the one left.
+            Err(_) if foreign_here => Err(()),
             Err(StoreError::Rejected(reason)) => {
                 begun.warnings.push(format!(
                     "this session's saved state was refused ({reason}) and not loaded; it started fresh"
@@ -130,7 +141,7 @@ impl Persistence {
         run.version = lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
         run.persist = true;
         Begun {
-            id: self.local_id(&handle),
+            id: self.local_id(&handle, owner),
             handle,
             owner,
             lease,
@@ -194,12 +205,28 @@ impl Persistence {
             handle.clone(),
             Local {
                 id,
+                owner,
                 last_used: Instant::now(),
                 unsaved: !saved,
             },
         );
         execution.session = Some(handle.to_string());
         execution.warnings.extend(warnings);
+    }
+
+    /// Another run holds `handle`: "busy" to the session's owner, and to
+    /// anyone else the same answer as for an unknown handle.
+    async fn busy_or_gone(&self, handle: &Handle, owner: Owner, run: &mut Run) -> Execution {
+        let mine_here = self.local.lock().get(handle).map(|l| l.owner == owner);
+        let mine = match self.store.load(handle).await {
+            Ok(Some(stored)) => stored.owner == owner,
+            Ok(None) | Err(_) => mine_here == Some(true),
+        };
+        if mine {
+            busy(handle)
+        } else {
+            self.gone(owner, run).await
+        }
     }
 
     async fn release(&self, lease: Option<Lease>) {
@@ -211,10 +238,11 @@ impl Persistence {
     }
 
     /// The engine session id of `handle` in this gateway.
-    fn local_id(&self, handle: &Handle) -> SessionId {
+    fn local_id(&self, handle: &Handle, owner: Owner) -> SessionId {
         let mut local = self.local.lock();
         let entry = local.entry(handle.clone()).or_insert_with(|| Local {
             id: SessionId::next(),
+            owner,
             last_used: Instant::now(),
             unsaved: false,
         });
