@@ -286,6 +286,8 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         .args(["serve", "--http", "127.0.0.1:0"])
         .env("CODEMCP_MONTY_BIN", monty_bin())
         .env("CODEMCP_FALLBACK", "none")
+        // Sessions (file store, key file) in the test's own directory.
+        .env("XDG_STATE_HOME", setup.dir.path().join("state"))
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(std::process::Stdio::null())
