@@ -3,6 +3,8 @@
 //! on disk, `redis-server`, `kill -9`. Every gateway gets its own temporary
 //! `XDG_STATE_HOME`; everything listens on loopback only.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
 mod support;
 
 use std::path::{Path, PathBuf};

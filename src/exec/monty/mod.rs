@@ -76,6 +76,18 @@ pub struct MontyLimits {
     pub max_sessions: usize,
 }
 
+impl MontyLimits {
+    /// What Monty itself enforces, the same in both placements.
+    fn resource_limits(&self) -> ResourceLimits {
+        ResourceLimits::default()
+            .max_memory(self.memory_limit)
+            .max_recursion_depth(self.max_recursion_depth)
+            .max_feed_duration(self.exec_timeout)
+            .max_turn_duration(self.exec_timeout)
+            .max_suspensions(usize::MAX)
+    }
+}
+
 pub(super) struct Session {
     /// `None` between a discarded state and the next run.
     repl: Option<MontyRepl>,
@@ -184,14 +196,9 @@ impl MontyEngine {
     }
 
     fn new_repl(&self) -> MontyRepl {
-        let limits = ResourceLimits::default()
-            .max_memory(self.limits.memory_limit)
-            .max_recursion_depth(self.limits.max_recursion_depth)
-            .max_feed_duration(self.limits.exec_timeout)
-            .max_turn_duration(self.limits.exec_timeout)
-            .max_suspensions(usize::MAX);
+        let limits = self.limits.resource_limits();
         let mut repl = MontyRepl::new(
-            "main.py",
+            snapshot::SCRIPT_NAME,
             ResourceTracker::new(limits),
             CompileOptions::default(),
         );

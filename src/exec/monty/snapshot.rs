@@ -10,7 +10,7 @@ use monty::{Dump, MontyRepl, Session, SessionRef};
 use super::memory::{MemoryScope, SessionSlot};
 
 /// The script name tracebacks show; the same as a fresh session's.
-const SCRIPT_NAME: &str = "main.py";
+pub const SCRIPT_NAME: &str = "main.py";
 
 /// The state of a session that starts fresh: nothing to load.
 pub const FRESH: &[u8] = &[];

@@ -22,9 +22,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use monty_pool::{
     Checkout, Pool, PoolConfig, PoolError, ReplConfig, ResumeValue, TurnEvent, on_print_sync,
 };
-use monty_types::{
-    ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, ResourceLimits,
-};
+use monty_types::{ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult};
 use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -162,12 +160,7 @@ impl PoolEngine {
     }
 
     fn repl_config(&self) -> ReplConfig {
-        let limits = ResourceLimits::default()
-            .max_memory(self.limits.memory_limit)
-            .max_recursion_depth(self.limits.max_recursion_depth)
-            .max_feed_duration(self.limits.exec_timeout)
-            .max_turn_duration(self.limits.exec_timeout)
-            .max_suspensions(usize::MAX);
+        let limits = self.limits.resource_limits();
         ReplConfig {
             limits: Some(limits),
             print_flush_interval: Some(Duration::from_millis(50)),
