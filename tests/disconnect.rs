@@ -272,10 +272,8 @@ async fn pool_gateway_with_a_bystander(
     .await;
     let pid = gateway.child.id().expect("gateway pid");
     let other = support::http_connect(&gateway.url).await;
-    assert_eq!(
-        support::http_exec(&other, "odd_pid() > 0").await.result(),
-        true
-    );
+    let first = support::http_exec(&other, "odd_pid() > 0").await;
+    assert_eq!(first.result(), true, "{:?}", first.structured);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let baseline = footprint(pid);
     (gateway, pid, other, baseline)

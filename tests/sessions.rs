@@ -760,6 +760,33 @@ async fn concurrent_runs_on_one_handle_never_interleave() {
 }
 
 #[tokio::test]
+async fn calls_at_once_in_one_mcp_session_share_its_state() {
+    // A 2025-era client that names no handle: its first two calls overlap.
+    let state = state_dir();
+    let gateway = serve(state.path(), &[]).await;
+    let client = connect(&gateway.url, None).await;
+    let first = call(
+        &client,
+        "import time\nn = 1\ntime.sleep(0.5)\nn = 2\nn",
+        None,
+    );
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        call(&client, "n", None).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(value(&first), 2);
+    assert_eq!(value(&second), 2, "the second call waited for the first");
+    assert_eq!(handle(&first), handle(&second));
+
+    // The client leaves; the state stays reachable through its handle.
+    let h = handle(&first);
+    client.cancel().await.expect("close the MCP session");
+    let other = connect(&gateway.url, None).await;
+    assert_eq!(value(&call(&other, "n + 1", Some(&h)).await), 3);
+}
+
+#[tokio::test]
 async fn redis_stopped_mid_session_warns_and_recovers() {
     let Some(mut redis) = Redis::start_or_skip() else {
         return;

@@ -128,6 +128,19 @@ impl Executor {
         self.sessions.describe()
     }
 
+    /// The handle of a new, empty session of `owner`, usable at once.
+    pub fn new_session(&self, owner: Owner) -> String {
+        self.sessions.reserve(owner).to_string()
+    }
+
+    /// Frees what the engine holds for `handle` (its client left); its
+    /// saved state stays in the store, so the handle still works.
+    pub fn release_session(&self, handle: &str) {
+        if let Some(session) = self.sessions.forget(handle) {
+            self.engine.end_session(session);
+        }
+    }
+
     /// Drops what idle sessions hold in memory; their saved state stays in
     /// the store until it expires there.
     pub fn expire_idle(&self) {

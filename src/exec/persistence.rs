@@ -250,6 +250,24 @@ impl Persistence {
         entry.id
     }
 
+    /// A new session's handle before its first run, so that runs naming it
+    /// at once (one MCP session's concurrent calls) share it and its lease.
+    pub fn reserve(&self, owner: Owner) -> Handle {
+        let handle = Handle::mint();
+        self.local_id(&handle, owner);
+        handle
+    }
+
+    /// Stops holding `handle` in this gateway's memory once its state is
+    /// safely stored; returns its engine id to end. An unsaved session is
+    /// kept until it expires: the store does not have its latest state.
+    pub fn forget(&self, handle: &str) -> Option<SessionId> {
+        let handle = Handle::parse(handle)?;
+        let mut local = self.local.lock();
+        let saved = local.get(&handle).is_some_and(|l| !l.unsaved);
+        saved.then(|| local.remove(&handle).map(|l| l.id)).flatten()
+    }
+
     /// Forgets sessions idle past the store's expiry; returns their engine ids.
     pub fn expire_idle(&self) -> Vec<SessionId> {
         let mut local = self.local.lock();

@@ -105,16 +105,39 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
 /// One MCP session's own state: the session handle runs use when they name
 /// none (stdio, `Mcp-Session-Id`), and what stops its runs when it ends.
 struct SessionGuard {
-    /// The handle of the Python session this MCP session last ran in. Its
+    shared: std::sync::Weak<GatewayState>,
+    /// The handle of the Python session that calls naming none run in. Its
     /// state outlives the MCP session (in the session store, until it expires).
     implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
 }
 
+impl SessionGuard {
+    /// The implicit session's handle, minted on first use so that calls
+    /// made at once share it (and wait for each other) instead of each
+    /// starting a session of its own.
+    fn implicit(&self, executor: &Executor, owner: Owner) -> String {
+        self.implicit
+            .lock()
+            .get_or_insert_with(|| executor.new_session(owner))
+            .clone()
+    }
+
+    /// The client left: the engine lets go of the implicit session (a pool
+    /// worker, an interpreter); its state stays in the store for its handle.
+    fn release(&self) {
+        let handle = self.implicit.lock().clone();
+        if let (Some(handle), Some(shared)) = (handle, self.shared.upgrade()) {
+            shared.executor.release_session(&handle);
+        }
+    }
+}
+
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.closing.cancel();
+        self.release();
     }
 }
 
@@ -130,6 +153,7 @@ pub struct Gateway {
 impl Gateway {
     pub fn new_session(shared: Arc<GatewayState>) -> Self {
         let session = Arc::new(SessionGuard {
+            shared: Arc::downgrade(&shared),
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),
         });
@@ -159,7 +183,6 @@ impl Gateway {
         Tool::new(TOOL_NAME, description, input_schema())
     }
 
-    /// Runs one `execute_python` call and shapes the MCP result.
     /// Runs one `execute_python` call for `owner` and shapes the MCP result.
     pub async fn execute(
         &self,
@@ -168,28 +191,36 @@ impl Gateway {
         control: RunControl,
     ) -> CallToolResult {
         let execution = match parse_request(arguments) {
-            Ok(mut request) => {
-                if request.session.is_none() {
-                    request.session = self.implicit().clone();
-                }
-                let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
-                let execution = self
-                    .shared
-                    .executor
-                    .run(owner, request, host, control)
-                    .await;
-                if let Some(handle) = &execution.session {
-                    *self.implicit() = Some(handle.clone());
-                }
-                execution
-            }
+            Ok(request) => self.run_request(request, owner, control).await,
             Err(error) => self.shared.executor.refused(error),
         };
         tool_result(&execution, self.shared.output)
     }
 
-    fn implicit(&self) -> parking_lot::MutexGuard<'_, Option<String>> {
-        self.session.implicit.lock()
+    /// Runs in the session the request names, else in this MCP session's own.
+    async fn run_request(
+        &self,
+        mut request: RunRequest,
+        owner: Owner,
+        control: RunControl,
+    ) -> Execution {
+        let executor = &self.shared.executor;
+        let implicit = request.session.is_none();
+        if implicit {
+            request.session = Some(self.session.implicit(executor, owner));
+        }
+        let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
+        let execution = executor.run(owner, request, host, control).await;
+        if implicit {
+            // An expired implicit session was replaced by a new one.
+            if let Some(handle) = &execution.session {
+                *self.session.implicit.lock() = Some(handle.clone());
+            }
+            if self.session.closing.is_cancelled() {
+                self.session.release(); // the client left during the run
+            }
+        }
+        execution
     }
 }
 
