@@ -533,6 +533,54 @@ async fn killed_gateway_restarts_with_its_sessions() {
     }
 }
 
+/// Variables JSON holds exactly survive; functions, classes and objects do not.
+const CPYTHON_STATE: &str = "import statistics\nx = 41\nm = statistics.mean([1, 2, 3])\n\
+    pair = (1, 2)\nnested = {'a': [1.5, None, True]}\ndef f(v):\n    return v + 1\n\
+    class C:\n    pass\nobj = C()";
+const CPYTHON_CHECK: &str = "[x + 1, m, pair, nested, [n in globals() for n in ('f', 'C', 'obj')]]";
+
+#[tokio::test]
+async fn cpython_sessions_keep_their_json_variables_across_a_restart() {
+    let python = support::worker_python();
+    let python = python.to_str().expect("utf-8 path");
+    let host = [
+        ("CODEMCP_ISOLATION", "HOST_SYSTEM"),
+        ("CODEMCP_PYTHON", python),
+    ];
+    let escalating = [("CODEMCP_FALLBACK", "host"), ("CODEMCP_PYTHON", python)];
+    for env in [&host[..], &escalating[..]] {
+        let state = state_dir();
+        let gateway = serve(state.path(), env).await;
+        let client = connect(&gateway.url, None).await;
+        let ran = call(&client, CPYTHON_STATE, None).await;
+        assert!(!ran.is_error, "{env:?}: {}", ran.text);
+        assert!(warnings(&ran).is_empty(), "{env:?}: {}", ran.text);
+        let h = handle(&ran);
+        gateway.kill9().await;
+
+        let gateway = serve(state.path(), env).await;
+        let client = connect(&gateway.url, None).await;
+        let ran = call(&client, CPYTHON_CHECK, Some(&h)).await;
+        let expected = json!([42, 2, [1, 2], {"a": [1.5, null, true]}, [false, false, false]]);
+        assert_eq!(value(&ran), &expected, "{env:?}: {}", ran.text);
+        assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+        assert_eq!(handle(&ran), h);
+        gateway.kill9().await;
+    }
+    // A gateway without CPython cannot load that state: it says so.
+    let state = state_dir();
+    let gateway = serve(state.path(), &escalating).await;
+    let client = connect(&gateway.url, None).await;
+    let h = handle(&call(&client, CPYTHON_STATE, None).await);
+    gateway.kill9().await;
+    let gateway = serve(state.path(), &[]).await;
+    let client = connect(&gateway.url, None).await;
+    let ran = call(&client, "1 + 1", Some(&h)).await;
+    assert_eq!(ran.result(), 2, "{}", ran.text);
+    let said = warnings(&ran).join("\n");
+    assert!(said.contains("saved by CPython"), "{}", ran.text);
+}
+
 #[tokio::test]
 async fn two_gateways_on_one_redis_serve_each_others_handles() {
     let Some(redis) = Redis::start_or_skip() else {

@@ -443,12 +443,18 @@ class Worker:
 
 def fit_in_a_frame(result):
     """A value too big for one frame would end the connection (and the worker
-    with it): it becomes a clear error instead."""
+    with it): it becomes a clear error instead. Saved variables that do not
+    fit beside the value are left out (the gateway says they were not saved)."""
+    room = MAX_FRAME_BYTES - 4096 - len(result["stdout"].encode("utf-8", "surrogatepass"))
+    if result.get("globals") is not None:
+        room -= result["globals_bytes"]
     if result["result"] is None:
         return result
     size = len(json_dumps(result["result"], ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    if size + len(result["stdout"].encode("utf-8", "surrogatepass")) + 4096 <= MAX_FRAME_BYTES:
+    if size <= room:
         return result
+    if result.get("globals") is not None and size <= room + result["globals_bytes"]:
+        return {**result, "globals": None}
     message = f"the result is {size} bytes as JSON, more than a worker can send (CODEMCP_MAX_RESULT_BYTES is the limit)"
     return {**result, "result": None, "error": {"type": "ValueError", "message": message, "traceback": ""}}
 
@@ -472,7 +478,10 @@ def check_run_params(params):
     seeds = params.get("globals")
     if seeds is not None and not isinstance(seeds, dict):
         raise bad("'globals' must be null or an object")
-    return {**params, "catalog": catalog, "globals": seeds}
+    limit = params.get("return_globals")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise bad("'return_globals' must be null or a byte count")
+    return {**params, "catalog": catalog, "globals": seeds, "return_globals": limit}
 
 
 # ---------------------------------------------------------------- running a snippet
@@ -496,7 +505,41 @@ def run(session, params, catalog, filename):
         _capture.set(None)
         install_streams()  # in case the snippet replaced sys.stdout
     stdout, truncated = capture.finish()
-    return {"stdout": stdout, "result": value, "error": error, "truncated": truncated, "tool_calls": session.tool_calls}
+    result = {"stdout": stdout, "result": value, "error": error, "truncated": truncated, "tool_calls": session.tool_calls}
+    if params["return_globals"] is not None:
+        result["globals"], result["globals_bytes"] = export_globals(session.namespace, params["return_globals"])
+    return result
+
+
+def export_globals(namespace, limit):
+    """The session's variables whose values JSON holds exactly, for the
+    gateway to save; `(None, size)` when they are more than `limit` bytes."""
+    saved = {name: value for name, value in namespace.items() if not name.startswith("__") and exact_json(value)}
+    try:
+        text = json_dumps(saved, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None, 0
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > min(limit, MAX_FRAME_BYTES // 4):
+        return None, size
+    return json.loads(text), size
+
+
+def exact_json(value, depth=0):
+    """Whether `value` comes back from JSON as it is (tuples as lists)."""
+    if depth > MAX_JSON_DEPTH:
+        return False
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, (list, tuple)):
+        return all(exact_json(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and exact_json(item, depth + 1) for key, item in value.items())
+    return False
 
 
 def execute(session, code, filename):

@@ -487,6 +487,26 @@ p = Point(1, y=2)
         self.assertEqual(out["result"], 16)
         self.assertEqual(self.run_ok("numbers.append(4)\nnumbers", "seeded")["result"], [1, 2, 3, 4])
 
+    def saved_globals(self, code, session, limit=1 << 20):
+        frame = self.connection.run_frame(code, session)
+        frame["params"]["return_globals"] = limit
+        reply = self.connection.request(frame)
+        self.assertIn("result", reply, reply)
+        return reply["result"]
+
+    def test_return_globals_gives_exactly_the_json_variables(self):
+        code = "import math\nx = 1\nt = (1, [2.5, None])\nd = {'k': 'v'}\nbig = 2**70\nnan = float('nan')\nkeys = {1: 2}\ndef f(): pass\nobj = object()"
+        out = self.saved_globals(code, "export")
+        self.assertIsNone(out["error"], out)
+        self.assertEqual(out["globals"], {"x": 1, "t": [1, [2.5, None]], "d": {"k": "v"}})
+        self.assertEqual(out["globals_bytes"], len(json.dumps(out["globals"])))
+        self.assertNotIn("globals", self.run_ok("x", "export"), "only when asked")
+
+    def test_return_globals_over_the_limit_gives_none_and_the_size(self):
+        out = self.saved_globals("data = 'x' * 1000", "export-big", limit=100)
+        self.assertIsNone(out["globals"])
+        self.assertGreater(out["globals_bytes"], 1000)
+
     def test_a_result_without_json_form_is_a_type_error(self):
         out = self.connection.run("print('before')\nobject()", session="notjson")
         self.assertEqual(out["error"]["type"], "TypeError")

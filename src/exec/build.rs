@@ -205,6 +205,7 @@ fn worker_limits(
         max_tool_calls: run.max_tool_calls,
         session_idle: cpython.worker_idle,
         max_sessions: sessions.max_sessions,
+        max_state_bytes: sessions.max_session_bytes,
     }
 }
 

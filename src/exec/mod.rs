@@ -83,6 +83,9 @@ pub struct Execution {
     /// The session's state after the run, when [`Run::persist`] asked for it.
     #[serde(skip)]
     pub snapshot: Option<Snapshot>,
+    /// Why the engine holds a newer state than it could give back to save.
+    #[serde(skip)]
+    pub unsaved: Option<String>,
     /// Calls of tools not marked read-only that this run issued: after one,
     /// the run is never repeated elsewhere.
     #[serde(skip)]
@@ -283,6 +286,22 @@ impl Snapshot {
         Self {
             kind: SnapshotKind::Monty,
             payload,
+        }
+    }
+
+    /// A CPython session's variables, as a JSON object.
+    pub fn cpython(globals: &Map<String, Value>) -> Self {
+        Self {
+            kind: SnapshotKind::Cpython,
+            payload: serde_json::to_vec(globals).unwrap_or_else(|_| b"{}".to_vec()),
+        }
+    }
+
+    /// The variables of a CPython snapshot; `None` for any other.
+    pub fn cpython_globals(&self) -> Option<Map<String, Value>> {
+        match self.kind {
+            SnapshotKind::Cpython => serde_json::from_slice(&self.payload).ok(),
+            SnapshotKind::Monty => None,
         }
     }
 }

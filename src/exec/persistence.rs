@@ -184,7 +184,13 @@ impl Persistence {
             mut warnings,
         } = begun;
         let saved = match (execution.snapshot.take(), lease.as_mut()) {
-            (None, _) => true,
+            (None, _) => match execution.unsaved.take() {
+                Some(why) => {
+                    warnings.push(why);
+                    false
+                }
+                None => true,
+            },
             (Some(snapshot), Some(lease)) => match self.store.save(lease, &owner, snapshot).await {
                 Ok(_) => true,
                 Err(e) => {

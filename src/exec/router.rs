@@ -15,7 +15,10 @@ use serde_json::{Map, Value};
 
 use super::monty::classify::{ImportVerdict, classify_import};
 use super::worker::WorkerEngine;
-use super::{Engine, ErrorKind, Execution, Run, RunControl, SessionId, ToolHost};
+use super::{
+    Engine, ErrorKind, Execution, Run, RunControl, Saved, SessionId, Snapshot, SnapshotKind,
+    ToolHost,
+};
 
 pub struct Router {
     monty: Arc<dyn Engine>,
@@ -72,7 +75,56 @@ impl Router {
         self.escalated.lock()
     }
 
+    /// Follows the engine that saved the session's state: a session another
+    /// gateway (or this one before a restart) moved to CPython goes on there,
+    /// one that went back to Monty elsewhere comes back. Without a fallback, a
+    /// CPython state cannot be loaded: the run starts fresh and says so.
+    fn follow_saved(&self, session: SessionId, run: &mut Run) -> Option<String> {
+        let saved = run.saved.as_ref()?;
+        match (saved.snapshot.kind, &self.fallback) {
+            (SnapshotKind::Cpython, Some(_)) => {
+                self.escalated().insert(session);
+                None
+            }
+            (SnapshotKind::Cpython, None) => {
+                run.saved = Some(Arc::new(Saved {
+                    version: saved.version,
+                    snapshot: Snapshot::fresh(),
+                }));
+                Some(format!(
+                    "this session's state was saved by CPython, which this gateway does not run: it started fresh. {}",
+                    self.no_fallback_hint
+                ))
+            }
+            (SnapshotKind::Monty, _) => {
+                if self.escalated().remove(&session) {
+                    self.fallback_end(session);
+                }
+                None
+            }
+        }
+    }
+
+    fn fallback_end(&self, session: SessionId) {
+        if let Some(fallback) = &self.fallback {
+            fallback.end_session(session);
+        }
+    }
+
     async fn route(
+        &self,
+        session: SessionId,
+        mut run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
+        let warning = self.follow_saved(session, &mut run);
+        let mut execution = self.route_run(session, run, tools, control).await;
+        execution.warnings.extend(warning);
+        execution
+    }
+
+    async fn route_run(
         &self,
         session: SessionId,
         run: Run,
@@ -160,8 +212,13 @@ impl Router {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
         self.escalated().insert(session);
         let globals = self.monty_globals(session, tools.clone()).await;
+        // The session's state comes along as `globals`, not as a snapshot.
+        let run = Run {
+            saved: None,
+            ..run.restarted()
+        };
         let ran = fallback
-            .run_with_globals(session, run.restarted(), tools, control, globals)
+            .run_with_globals(session, run, tools, control, globals)
             .await;
         if ran.no_worker {
             // Nothing ran in CPython: the session stays in Monty, state intact.
@@ -203,9 +260,7 @@ impl Engine for Router {
         self.escalated().remove(&session);
         self.assigned().remove(&session);
         self.monty.end_session(session);
-        if let Some(fallback) = &self.fallback {
-            fallback.end_session(session);
-        }
+        self.fallback_end(session);
     }
 
     fn expire_idle(&self) {

@@ -33,7 +33,9 @@ use self::spawn::{Exit, HostSpawner, Launched, Spawner};
 use super::session_table::SessionTable;
 use futures::future::BoxFuture;
 
-use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, ToolHost};
+use super::{
+    Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost,
+};
 use crate::sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
@@ -85,6 +87,8 @@ pub struct WorkerLimits {
     pub max_tool_calls: u32,
     pub session_idle: Duration,
     pub max_sessions: usize,
+    /// `CODEMCP_MAX_SESSION_BYTES`: the most a session's saved variables may take.
+    pub max_state_bytes: usize,
 }
 
 struct Worker {
@@ -101,8 +105,11 @@ impl Worker {
     }
 }
 
+#[derive(Default)]
 struct WorkerSession {
     worker: Option<Worker>,
+    /// The version of the state its worker holds (see `Run::version`).
+    version: Option<u64>,
 }
 
 pub struct WorkerEngine {
@@ -301,17 +308,8 @@ impl WorkerEngine {
         control: RunControl,
         globals: Option<Map<String, Value>>,
     ) -> WorkerRun {
-        let Run {
-            code,
-            wall,
-            deadline,
-            ..
-        } = run;
         let mut execution = Execution::of(self.spawner.engine());
-        let state = match self
-            .sessions
-            .get_or_create(session, || WorkerSession { worker: None })
-        {
+        let state = match self.sessions.get_or_create(session, WorkerSession::default) {
             Ok(state) => state,
             Err(full) => {
                 execution.error = Some(RunError::new(
@@ -327,43 +325,19 @@ impl WorkerEngine {
         };
         let mut guard = tokio::select! {
             guard = state.lock() => guard,
-            () = tokio::time::sleep_until(deadline.into()) => {
+            () = tokio::time::sleep_until(run.deadline.into()) => {
                 execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError", "timed out waiting for this session's previous run to finish"));
                 return WorkerRun::ran(execution);
             }
         };
-        if guard.worker.as_mut().is_none_or(|w| !w.usable()) {
-            // Starting the worker counts against the run's wall time.
-            let taken = tokio::select! {
-                taken = self.take_worker() => taken,
-                () = tokio::time::sleep_until(deadline.into()) => {
-                    execution.error = Some(RunError::new(
-                        ErrorKind::Limit,
-                        "TimeoutError",
-                        format!("the CPython worker did not start within the run's time limit ({} ms)", wall.as_millis()),
-                    ));
-                    return WorkerRun {
-                        execution,
-                        no_worker: true,
-                    };
-                }
-            };
-            match taken {
-                Ok(worker) => guard.worker = Some(worker),
-                Err(e) => {
-                    tracing::warn!(target: "codemcp::worker", error = %e, "could not start a CPython worker for a run");
-                    execution.error = Some(RunError::new(
-                        ErrorKind::Internal,
-                        "RuntimeError",
-                        format!("cannot start the CPython worker: {}", e.reason()),
-                    ));
-                    return WorkerRun {
-                        execution,
-                        no_worker: true,
-                    };
-                }
-            }
+        if let Err(failed) = self.ensure_worker(&mut guard, &run).await {
+            return failed;
         }
+        let name = session.0.to_string();
+        let globals = match self.restore(&mut guard, &name, &run, &mut execution).await {
+            Some(restored) => Some(restored),
+            None => globals,
+        };
         let Some(worker) = guard.worker.as_mut() else {
             return WorkerRun::ran(execution);
         };
@@ -372,7 +346,6 @@ impl WorkerEngine {
         let version = catalog.version;
         // Only a worker that has not seen this catalog gets it sent.
         let catalog = (worker.catalog_version != Some(version)).then(|| (*catalog).clone());
-        let name = session.0.to_string();
         let context = Arc::new(RunContext {
             tools,
             sdk,
@@ -384,11 +357,12 @@ impl WorkerEngine {
         worker.link.begin_run(&name, context.clone());
         let params = RunParams {
             session: name.clone(),
-            code,
-            timeout_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+            code: run.code.clone(),
+            timeout_ms: u64::try_from(run.wall.as_millis()).unwrap_or(u64::MAX),
             max_output_bytes: self.limits.max_output_bytes,
             catalog,
             globals,
+            return_globals: run.persist.then_some(self.limits.max_state_bytes),
         };
         let params = serde_json::to_value(&params).unwrap_or(Value::Null);
         let link = worker.link.clone();
@@ -396,7 +370,7 @@ impl WorkerEngine {
             reply = link.request("run", params) => Outcome::Reply(reply),
             // A container can die without its connection closing cleanly.
             exit = worker.process.exited() => Outcome::Exited(exit),
-            () = tokio::time::sleep_until(deadline.into()) => Outcome::Deadline,
+            () = tokio::time::sleep_until(run.deadline.into()) => Outcome::Deadline,
             () = control.cancel.cancelled() => Outcome::Cancelled,
         };
         worker.link.end_run(&name);
@@ -407,9 +381,84 @@ impl WorkerEngine {
         let side_effects = context.side_effects.load(Ordering::Relaxed);
         if !self.settle(outcome, worker, version, &mut execution).await {
             guard.worker = None; // dropping the worker stops its process
+            if run.persist {
+                // Its state is gone: so is the saved one.
+                execution.snapshot = Some(Snapshot::cpython(&Map::new()));
+            }
+        }
+        if execution.snapshot.is_some() {
+            guard.version = Some(run.version);
         }
         execution.side_effects = side_effects;
         WorkerRun::ran(execution)
+    }
+
+    /// Gives the session a live worker, starting one (or taking the spare)
+    /// within the run's wall time; else the run's answer.
+    async fn ensure_worker(&self, session: &mut WorkerSession, run: &Run) -> Result<(), WorkerRun> {
+        if session.worker.as_mut().is_some_and(Worker::usable) {
+            return Ok(());
+        }
+        let mut execution = Execution::of(self.spawner.engine());
+        session.version = None; // a new worker holds no state
+        let taken = tokio::select! {
+            taken = self.take_worker() => taken,
+            () = tokio::time::sleep_until(run.deadline.into()) => {
+                execution.error = Some(RunError::new(
+                    ErrorKind::Limit,
+                    "TimeoutError",
+                    format!("the CPython worker did not start within the run's time limit ({} ms)", run.wall.as_millis()),
+                ));
+                return Err(WorkerRun { execution, no_worker: true });
+            }
+        };
+        match taken {
+            Ok(worker) => {
+                session.worker = Some(worker);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(target: "codemcp::worker", error = %e, "could not start a CPython worker for a run");
+                execution.error = Some(RunError::new(
+                    ErrorKind::Internal,
+                    "RuntimeError",
+                    format!("cannot start the CPython worker: {}", e.reason()),
+                ));
+                Err(WorkerRun {
+                    execution,
+                    no_worker: true,
+                })
+            }
+        }
+    }
+
+    /// The saved variables to seed when the store holds a newer state than
+    /// the worker; the worker's own copy of the session is dropped first.
+    async fn restore(
+        &self,
+        session: &mut WorkerSession,
+        name: &str,
+        run: &Run,
+        execution: &mut Execution,
+    ) -> Option<Map<String, Value>> {
+        let saved = run.to_restore(session.version)?;
+        let globals = saved.cpython_globals();
+        if globals.is_none() {
+            execution.warnings.push(
+                "this session's state was saved by the Monty engine, which this gateway does not run; it started fresh"
+                    .to_owned(),
+            );
+        }
+        if let Some(worker) = session.worker.as_ref()
+            && session.version.is_some()
+        {
+            let reset = serde_json::json!({ "session": name });
+            if let Err(e) = worker.link.request("reset", reset).await {
+                tracing::debug!(target: "codemcp::worker", error = %e, "resetting a session before a restore failed");
+                session.worker = None;
+            }
+        }
+        Some(globals.unwrap_or_default())
     }
 
     /// Records how the run ended in `execution`; `false` when its worker
@@ -511,6 +560,17 @@ impl WorkerEngine {
     }
 
     fn fill(&self, execution: &mut Execution, result: RunResult) {
+        match (result.globals, result.globals_bytes) {
+            (Some(globals), _) => execution.snapshot = Some(Snapshot::cpython(&globals)),
+            (None, Some(bytes)) => {
+                execution.unsaved = Some(format!(
+                    "this session's variables are {bytes} bytes as JSON, over CODEMCP_MAX_SESSION_BYTES ({}): \
+                     they were not saved and live only in this gateway's worker; keep less data in variables",
+                    self.limits.max_state_bytes
+                ));
+            }
+            (None, None) => {}
+        }
         execution.stdout = result.stdout;
         execution.truncated = result.truncated;
         if let Some(error) = result.error {

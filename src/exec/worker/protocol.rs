@@ -22,8 +22,13 @@ pub struct RunParams {
     pub max_output_bytes: usize,
     /// Sent when the tool catalog changed since the worker last saw it.
     pub catalog: Option<WorkerCatalog>,
-    /// Variables to seed before running (a session moving over from Monty).
+    /// Variables to seed before running (a session moving over from Monty,
+    /// or restored from the session store).
     pub globals: Option<Map<String, Value>>,
+    /// Asks for the session's JSON variables after the run, up to this many
+    /// bytes (for the session store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_globals: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -46,6 +51,13 @@ pub struct RunResult {
     pub error: Option<PythonError>,
     pub truncated: bool,
     pub tool_calls: u32,
+    /// With `return_globals`: the variables JSON holds exactly, or `None`
+    /// when they are over the limit…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub globals: Option<Map<String, Value>>,
+    /// …and their size as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub globals_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
