@@ -29,6 +29,10 @@ pub struct Persistence {
     store: Arc<dyn SessionStore>,
     local: Mutex<HashMap<Handle, Local>>,
     idle: Duration,
+    /// Whether runs give back their state to save. Not for the memory store:
+    /// nothing but the engine that holds the state could ever load it, and
+    /// a Monty snapshot grows with every snippet the session ran.
+    snapshots: bool,
 }
 
 /// A run under way in a session: what `finish` needs.
@@ -43,6 +47,7 @@ pub struct Begun {
 impl Persistence {
     pub fn new(store: Arc<dyn SessionStore>, idle: Duration) -> Self {
         Self {
+            snapshots: store.kind() != "memory",
             store,
             local: Mutex::default(),
             idle,
@@ -86,9 +91,10 @@ impl Persistence {
         match self.load(&mut begun).await {
             Ok(saved) => {
                 begun.id = self.local_id(&begun.handle, begun.owner);
-                run.saved = saved;
+                // Without snapshots the engine's own copy is the state.
+                run.saved = saved.filter(|_| self.snapshots);
                 run.version = begun.lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
-                run.persist = true;
+                run.persist = self.snapshots;
                 Ok(begun)
             }
             Err(()) => {
@@ -139,7 +145,7 @@ impl Persistence {
         let handle = Handle::mint();
         let lease = self.store.acquire(&handle, run.wall).await.ok();
         run.version = lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
-        run.persist = true;
+        run.persist = self.snapshots;
         Begun {
             id: self.local_id(&handle, owner),
             handle,
