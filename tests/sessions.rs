@@ -424,6 +424,17 @@ fn code_step_in(code: &str, session_from: usize) -> Value {
 #[tokio::test]
 async fn modern_client_keeps_variables_by_passing_the_handle_back() {
     let state = state_dir();
+    // The memory store too: its state lives only in the engine, which must
+    // not let go of it when one stateless request ends.
+    let memory = serve(state.path(), &[("CODEMCP_SESSION_STORE", "memory")]).await;
+    let steps = json!([code_step("x = 41"), code_step_in("x + 1", 0)]);
+    let report = drive(&python2(), &memory.url, "auto", &steps).await;
+    let r = &report["results"];
+    assert_eq!(
+        r[1]["structuredContent"]["result"], 42,
+        "memory store: {report}"
+    );
+
     let gateway = serve(state.path(), &[]).await;
     // 2026-07-28 has no protocol session: the handle is the only thread.
     let steps = json!([

@@ -184,14 +184,17 @@ impl Gateway {
     }
 
     /// Runs one `execute_python` call for `owner` and shapes the MCP result.
+    /// `lasting`: the call belongs to an MCP session that outlives it (stdio,
+    /// `Mcp-Session-Id`), whose own Python session runs calls naming none.
     pub async fn execute(
         &self,
         arguments: Option<&Map<String, Value>>,
         owner: Owner,
+        lasting: bool,
         control: RunControl,
     ) -> CallToolResult {
         let execution = match parse_request(arguments) {
-            Ok(request) => self.run_request(request, owner, control).await,
+            Ok(request) => self.run_request(request, owner, lasting, control).await,
             Err(error) => self.shared.executor.refused(error),
         };
         tool_result(&execution, self.shared.output)
@@ -202,10 +205,11 @@ impl Gateway {
         &self,
         mut request: RunRequest,
         owner: Owner,
+        lasting: bool,
         control: RunControl,
     ) -> Execution {
         let executor = &self.shared.executor;
-        let implicit = request.session.is_none();
+        let implicit = lasting && request.session.is_none();
         if implicit {
             request.session = Some(self.session.implicit(executor, owner));
         }
@@ -274,6 +278,15 @@ fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, R
 }
 
 /// The bearer token the HTTP request presented, if any (stdio has none).
+/// Stdio, or HTTP with `Mcp-Session-Id`; not a 2026-07-28 request, which
+/// stands alone (its state travels in the `session` argument).
+fn in_lasting_session(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .is_none_or(|parts| parts.headers.contains_key("mcp-session-id"))
+}
+
 fn bearer_token(context: &RequestContext<RoleServer>) -> Option<&str> {
     let parts = context.extensions.get::<http::request::Parts>()?;
     let value = parts
@@ -373,7 +386,12 @@ impl ServerHandler for Gateway {
         };
         let owner = Owner::of_token(bearer_token(&context));
         let result = self
-            .execute(request.arguments.as_ref(), owner, control)
+            .execute(
+                request.arguments.as_ref(),
+                owner,
+                in_lasting_session(&context),
+                control,
+            )
             .await;
         cancel.cancel(); // ends the link task
         Ok(result.into())
