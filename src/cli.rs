@@ -96,6 +96,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let limits = UpstreamLimits {
         tool_timeout: settings.upstream.tool_timeout,
         max_message: settings.upstream.max_tool_result_bytes,
+        policy_default: settings.authority.policy_default,
     };
     let catalog = Catalog::connect(&upstreams, limits).await;
     match cli.command.unwrap_or(Command::Serve { http: None }) {

@@ -1,9 +1,11 @@
 //! codemcp: a "code mode" MCP gateway. Upstream MCP tools become typed Python
 //! functions; agents call one tool, `execute_python`, with a snippet that uses them.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod exec;
+pub mod policy;
 pub mod process;
 pub mod sdk;
 pub mod secret;

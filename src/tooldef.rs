@@ -1,6 +1,7 @@
 //! What the gateway knows about one upstream tool, whichever transport listed it, and
 //! independent of Python.
 
+use crate::policy::Decision;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -25,6 +26,10 @@ pub struct ToolDef {
     pub input_schema: Schema,
     pub output_schema: Option<Schema>,
     pub read_only: bool, // annotations.readOnlyHint == true
+    /// `annotations.destructiveHint == true`, said explicitly (not the spec's default).
+    pub destructive: bool,
+    /// What agent code may do with it; set by the catalog from the server's policy.
+    pub policy: Decision,
 }
 
 impl ToolDef {
@@ -56,8 +61,14 @@ impl ToolDef {
             output_schema,
             read_only: tool
                 .annotations
+                .as_ref()
                 .and_then(|a| a.read_only_hint)
                 .unwrap_or(false),
+            destructive: tool
+                .annotations
+                .and_then(|a| a.destructive_hint)
+                .unwrap_or(false),
+            policy: Decision::Allow,
         }
     }
 }

@@ -133,6 +133,8 @@ fn world() -> &'static World {
             input_schema: json!({"type": "object", "properties": {"value": {}}}).into(),
             output_schema: None,
             read_only: true,
+            destructive: false,
+            policy: codemcp::policy::Decision::Allow,
         };
         let sdk = Arc::new(Sdk::build(&[tool("echo"), tool("fail")]));
         let engine = Mutex::new(Arc::new(MontyEngine::new(limits::small())));

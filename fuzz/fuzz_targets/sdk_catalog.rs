@@ -67,6 +67,8 @@ struct Tool {
     input: Schema,
     output: Option<Schema>,
     read_only: bool,
+    destructive: false,
+    policy: codemcp::policy::Decision::Allow,
 }
 
 fuzz_target!(|tools: Vec<Tool>| {
@@ -79,6 +81,8 @@ fuzz_target!(|tools: Vec<Tool>| {
             input_schema: to_json(&t.input, 0).into(),
             output_schema: t.output.as_ref().map(|o| to_json(o, 0).into()),
             read_only: t.read_only,
+            destructive: false,
+            policy: codemcp::policy::Decision::Allow,
         })
         .collect();
     let sdk = Sdk::build(&defs);

@@ -23,9 +23,10 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
+pub use crate::policy::Decision;
 use values::{
-    Lenient, count, cpus, fallback, hosts, isolation, millis, millis_or_zero, origins, output,
-    path, placement, secs, size, text, token,
+    Lenient, count, cpus, decision, fallback, hosts, isolation, millis, millis_or_zero, origins,
+    output, path, placement, secs, size, text, token,
 };
 
 /// Every setting, read once at startup.
@@ -55,6 +56,40 @@ pub struct Settings {
     pub cpython: CpythonSettings,
     #[command(flatten)]
     pub http: HttpSettings,
+    #[command(flatten)]
+    pub authority: AuthoritySettings,
+}
+
+/// What agent code may do with the upstream tools, and the record of it.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[command(next_help_heading = "Policy, approvals and audit")]
+pub struct AuthoritySettings {
+    /// The policy of a tool that no rule of its server's `"policy"` matches
+    /// and whose annotations say neither read-only nor destructive:
+    /// `allow`, `ask` (recommended for untrusted agents) or `deny`.
+    #[arg(long = "policy-default", env = "CODEMCP_POLICY_DEFAULT")]
+    #[arg(value_name = "POLICY", default_value = "allow")]
+    #[arg(global = true, value_parser = Lenient::new(decision))]
+    pub policy_default: Decision,
+    /// How long a call of an `ask` tool waits for the user's answer before
+    /// it is denied.
+    #[arg(long = "approval-timeout-secs", env = "CODEMCP_APPROVAL_TIMEOUT_SECS")]
+    #[arg(value_name = "SECS", default_value = "120")]
+    #[arg(global = true, value_parser = Lenient::new(secs))]
+    pub approval_timeout: Duration,
+    /// Append one JSON line per upstream call that agent code makes or
+    /// attempts to this file (created 0600; unset: only the `codemcp::audit`
+    /// log target).
+    #[arg(long = "audit-log", env = "CODEMCP_AUDIT_LOG")]
+    #[arg(value_name = "PATH", default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::new(path))]
+    pub audit_log: std::option::Option<PathBuf>,
+    /// The audit log's size at which it is renamed to `PATH.1` (replacing
+    /// the previous one) and started afresh.
+    #[arg(long = "audit-max-bytes", env = "CODEMCP_AUDIT_MAX_BYTES")]
+    #[arg(value_name = "SIZE", default_value = "64MiB")]
+    #[arg(global = true, value_parser = Lenient::new(size))]
+    pub audit_max_bytes: usize,
 }
 
 /// Calls to upstream MCP servers.

@@ -78,6 +78,28 @@ impl<S> SessionTable<S> {
         Ok(state)
     }
 
+    /// [`get_or_create`](Self::get_or_create), waiting until `deadline` for
+    /// a busy session to finish when every place is taken: under load a run
+    /// queues for a place rather than failing at once.
+    pub async fn get_or_wait(
+        &self,
+        id: SessionId,
+        create: impl Fn() -> S,
+        deadline: Instant,
+    ) -> Result<Arc<AsyncMutex<S>>, TableFull> {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match self.get_or_create(id, &create) {
+                Err(full) if Instant::now() + pause < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                    let _ = full;
+                }
+                done => return done,
+            }
+        }
+    }
+
     pub fn remove(&self, id: SessionId) {
         self.lock().remove(&id);
     }
@@ -109,6 +131,21 @@ mod tests {
         let held_c = c.ok();
         assert!(table.get_or_create(SessionId(4), || "d").is_err());
         drop((b, held_c));
+    }
+
+    #[tokio::test]
+    async fn a_run_waits_for_a_place_until_its_deadline() {
+        let table = Arc::new(SessionTable::new(Duration::from_secs(60), 1));
+        let held = table.get_or_create(SessionId(1), || 1).ok();
+        let soon = Instant::now() + Duration::from_millis(30);
+        assert!(table.get_or_wait(SessionId(2), || 2, soon).await.is_err());
+        let freed = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            drop(held);
+        };
+        let later = Instant::now() + Duration::from_secs(5);
+        let (waited, ()) = tokio::join!(table.get_or_wait(SessionId(2), || 2, later), freed);
+        assert!(waited.is_ok(), "the place freed within the deadline");
     }
 
     #[test]

@@ -182,6 +182,8 @@ mod tests {
             input_schema: input_schema.into(),
             output_schema: None,
             read_only: false,
+            destructive: false,
+            policy: crate::policy::Decision::Allow,
         }
     }
 

@@ -1,6 +1,7 @@
 //! One upstream tool as a Python function: its parameters typed from the input schema, its
 //! return type from the output schema, and what `describe_tool` says about it.
 
+use crate::policy::Decision;
 use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
@@ -31,6 +32,8 @@ pub struct SdkFunction {
     pub input_schema: Schema,
     pub output_schema: Option<Schema>,
     pub read_only: bool,
+    /// `allow` or `ask` (denied tools are not in the SDK).
+    pub policy: Decision,
 }
 
 /// One parameter of an [`SdkFunction`].
@@ -84,6 +87,7 @@ impl SdkFunction {
             input_schema: tool.input_schema.clone(),
             output_schema: tool.output_schema.clone(),
             read_only: tool.read_only,
+            policy: tool.policy,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The type stub, `codemcp://sdk.pyi`: every function with its signature, `TypedDict`s for
 //! structured results, and the tool's description as the docstring.
 
+use crate::policy::Decision;
 use std::collections::BTreeSet;
 
 use super::SdkFunction;
@@ -165,6 +166,11 @@ fn docstring(f: &SdkFunction) -> String {
         text.push_str("\n\n");
     }
     text.push_str(&server);
+    if f.policy == Decision::Ask {
+        text.push_str(
+            " Asks the user first: the call waits for their answer, and raises ToolError if they decline.",
+        );
+    }
     let body: Vec<String> = escape_docstring(&text)
         .lines()
         .map(|line| {

@@ -16,6 +16,8 @@ fn tool(server: &str, name: &str, input_schema: Value) -> ToolDef {
         input_schema: input_schema.into(),
         output_schema: None,
         read_only: false,
+        destructive: false,
+        policy: crate::policy::Decision::Allow,
     }
 }
 
@@ -54,6 +56,8 @@ fn search_issues() -> ToolDef {
             .into(),
         ),
         read_only: true,
+        destructive: false,
+        policy: crate::policy::Decision::Allow,
     }
 }
 
@@ -455,6 +459,8 @@ mod fastmcp_wrappers {
             input_schema: json!({"type": "object", "properties": {}}).into(),
             output_schema: Some(output.into()),
             read_only: true,
+            destructive: false,
+            policy: crate::policy::Decision::Allow,
         }
     }
 

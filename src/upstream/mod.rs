@@ -23,6 +23,7 @@ use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
 use self::connection::{Backoff, Client};
 use crate::config::{ServerConfig, SkippedServer, UpstreamConfig};
 use crate::exec::{ToolFailure, ToolHost};
+use crate::policy::{self, Decision};
 use crate::sdk::Sdk;
 use crate::tooldef::ToolDef;
 
@@ -82,6 +83,8 @@ pub struct UpstreamLimits {
     pub tool_timeout: Duration,
     /// `CODEMCP_MAX_TOOL_RESULT_BYTES`: the largest message one upstream may send.
     pub max_message: usize,
+    /// `CODEMCP_POLICY_DEFAULT`: for tools no rule or annotation decides.
+    pub policy_default: Decision,
 }
 
 /// One connection as a call uses it.
@@ -115,6 +118,7 @@ struct Inner {
     tool_timeout: Duration,
     /// Largest message an upstream may send (`CODEMCP_MAX_TOOL_RESULT_BYTES`).
     max_message: usize,
+    policy_default: Decision,
     changes_tx: mpsc::UnboundedSender<String>,
 }
 
@@ -184,6 +188,7 @@ impl Catalog {
                 changed: broadcast::channel(16).0,
                 tool_timeout: limits.tool_timeout,
                 max_message: limits.max_message,
+                policy_default: limits.policy_default,
                 changes_tx,
             }),
         };
@@ -221,6 +226,28 @@ impl Catalog {
 
     pub fn skipped(&self) -> &[SkippedServer] {
         &self.inner.skipped
+    }
+
+    /// The policy of `server`'s `tool`; `None` for a tool it does not list.
+    pub fn policy(&self, server: &str, tool: &str) -> Option<Decision> {
+        let upstream = self.inner.upstreams.get(server)?;
+        let tools = read(&upstream.tools);
+        tools.iter().find(|t| t.name == tool).map(|t| t.policy)
+    }
+
+    /// Every listed tool with its policy, denied ones too, by server.
+    pub fn policies(&self) -> Vec<(String, Vec<(String, Decision)>)> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|(name, upstream)| {
+                let tools = read(&upstream.tools);
+                (
+                    name.clone(),
+                    tools.iter().map(|t| (t.name.clone(), t.policy)).collect(),
+                )
+            })
+            .collect()
     }
 
     /// Calls one upstream tool with the per-call timeout. A stdio server whose
@@ -405,7 +432,7 @@ impl Inner {
                 conn.backoff.attempted(true);
                 status.connected = true;
                 status.tools = tools.len();
-                replace_tools(upstream, tools)
+                replace_tools(upstream, tools, self.policy_default)
             }
             Err(e) => {
                 tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable; skipped");
@@ -434,10 +461,12 @@ impl Inner {
 
     /// Rebuilds the SDK from every server's tools; tells listeners if it changed.
     fn rebuild_sdk(&self) {
+        // Denied tools do not exist for the agent.
         let tools: Vec<ToolDef> = self
             .upstreams
             .values()
             .flat_map(|u| read(&u.tools).clone())
+            .filter(|t| t.policy != Decision::Deny)
             .collect();
         let sdk = Arc::new(Sdk::build(&tools));
         *write(&self.sdk) = sdk;
@@ -445,7 +474,17 @@ impl Inner {
     }
 }
 
-fn replace_tools(upstream: &Upstream, tools: Vec<ToolDef>) -> bool {
+/// Stores a server's tools with their policies; returns whether they changed.
+fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision) -> bool {
+    let rules = &upstream.config.policy;
+    for tool in &mut tools {
+        tool.policy =
+            policy::effective(rules, &tool.name, tool.read_only, tool.destructive, default);
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for pattern in rules.unmatched(&names) {
+        tracing::warn!(target: "codemcp::config", server = %upstream.config.name, %pattern, "a policy rule matches no tool of this server");
+    }
     let mut current = write(&upstream.tools);
     let changed = *current != tools;
     *current = tools;
@@ -469,7 +508,7 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
         match listed {
             Some(Ok(tools)) => {
                 write(&upstream.status).tools = tools.len();
-                if replace_tools(upstream, tools) {
+                if replace_tools(upstream, tools, inner.policy_default) {
                     inner.rebuild_sdk();
                 }
             }

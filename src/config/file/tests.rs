@@ -614,3 +614,41 @@ fn a_directory_is_a_read_error() {
     let err = load(&ConfigPath::Default(dir.path().to_owned())).expect_err("not a file");
     assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
 }
+
+#[test]
+fn a_policy_is_read_in_both_formats() {
+    use crate::policy::Decision;
+    let common = only_server(
+        r#"{"mcpServers": {"fs": {"command": "x", "policy": {"write_*": "ask", "delete": "deny"}}}}"#,
+    );
+    assert_eq!(common.policy.decide("write_file"), Some(Decision::Ask));
+    assert_eq!(common.policy.decide("delete"), Some(Decision::Deny));
+    assert_eq!(common.policy.decide("read"), None);
+    let opencode = only_server(
+        r#"{"mcp": {"fs": {"type": "local", "command": ["x"], "policy": {"*": "allow"}}}}"#,
+    );
+    assert_eq!(opencode.policy.decide("anything"), Some(Decision::Allow));
+    assert!(
+        only_server(r#"{"mcpServers": {"fs": {"command": "x"}}}"#)
+            .policy
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_malformed_policy_is_an_error_naming_its_position() {
+    let text = "{\"mcpServers\": {\"fs\": {\n  \"command\": \"x\",\n  \"policy\": {\"write_file\": \"maybe\"}\n}}}";
+    let err = parse_err(text);
+    assert!(err.contains(":3:"), "{err}");
+    assert!(
+        err.contains("expected \"allow\", \"ask\" or \"deny\""),
+        "{err}"
+    );
+    let err = parse_err(r#"{"mcpServers": {"fs": {"command": "x", "policy": ["write_file"]}}}"#);
+    assert!(err.contains("policy"), "{err}");
+    // Even a disabled server's policy must be well-formed: a typo never passes silently.
+    let err = parse_err(
+        r#"{"mcpServers": {"fs": {"command": "x", "disabled": true, "policy": {"x": "alow"}}}}"#,
+    );
+    assert!(err.contains("unknown policy \"alow\""), "{err}");
+}

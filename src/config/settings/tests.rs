@@ -282,7 +282,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 31] = [
+const VARIABLES: [&str; 35] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
     "CODEMCP_MAX_OUTPUT_BYTES",
@@ -314,6 +314,10 @@ const VARIABLES: [&str; 31] = [
     "CODEMCP_SESSION_STORE",
     "CODEMCP_SESSION_KEY",
     "CODEMCP_MAX_SESSION_BYTES",
+    "CODEMCP_POLICY_DEFAULT",
+    "CODEMCP_APPROVAL_TIMEOUT_SECS",
+    "CODEMCP_AUDIT_LOG",
+    "CODEMCP_AUDIT_MAX_BYTES",
 ];
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::builder::TypedValueParser;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-use super::{Fallback, Isolation, MontyPlacement, OutputFormat};
+use super::{Decision, Fallback, Isolation, MontyPlacement, OutputFormat};
 use crate::config::ConfigError;
 
 const KIB: u64 = 1024;
@@ -302,6 +302,15 @@ pub fn isolation(text: &str) -> Result<Isolation, Expected> {
         ("host_system", Isolation::HostSystem),
     ];
     choice(text, &options, "one of monty, docker, host_system")
+}
+
+pub fn decision(text: &str) -> Result<Decision, Expected> {
+    let options = [
+        ("allow", Decision::Allow),
+        ("ask", Decision::Ask),
+        ("deny", Decision::Deny),
+    ];
+    choice(text, &options, "one of allow, ask, deny")
 }
 
 pub fn fallback(text: &str) -> Result<Fallback, Expected> {

@@ -23,7 +23,7 @@ mod threads;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 
@@ -151,7 +151,7 @@ impl MontyEngine {
         }
         let deadline = run.deadline;
         let mut execution = Execution::of(ENGINE_NAME);
-        let state = match self.session(session) {
+        let state = match self.session(session, deadline).await {
             Ok(state) => state,
             Err(error) => {
                 execution.error = Some(error);
@@ -185,13 +185,19 @@ impl MontyEngine {
         self.sessions.len()
     }
 
-    fn session(&self, id: SessionId) -> Result<Arc<AsyncMutex<Session>>, RunError> {
+    async fn session(
+        &self,
+        id: SessionId,
+        deadline: Instant,
+    ) -> Result<Arc<AsyncMutex<Session>>, RunError> {
+        let fresh = || Session {
+            repl: None,
+            slot: SessionSlot::allocate(),
+            version: None,
+        };
         self.sessions
-            .get_or_create(id, || Session {
-                repl: None,
-                slot: SessionSlot::allocate(),
-                version: None,
-            })
+            .get_or_wait(id, fresh, deadline)
+            .await
             .map_err(busy)
     }
 

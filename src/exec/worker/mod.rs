@@ -309,7 +309,11 @@ impl WorkerEngine {
         globals: Option<Map<String, Value>>,
     ) -> WorkerRun {
         let mut execution = Execution::of(self.spawner.engine());
-        let state = match self.sessions.get_or_create(session, WorkerSession::default) {
+        let state = match self
+            .sessions
+            .get_or_wait(session, WorkerSession::default, run.deadline)
+            .await
+        {
             Ok(state) => state,
             Err(full) => {
                 execution.error = Some(RunError::new(

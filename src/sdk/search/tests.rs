@@ -402,6 +402,8 @@ fn tool(server: &str, name: &str, description: &str, params: &[(&str, &str)]) ->
         input_schema: json!({"type": "object", "properties": properties}).into(),
         output_schema: None,
         read_only: false,
+        destructive: false,
+        policy: crate::policy::Decision::Allow,
     }
 }
 

@@ -174,6 +174,8 @@ fn arb_tool() -> impl Strategy<Value = ToolDef> {
                 input_schema: input_schema.into(),
                 output_schema: output_schema.map(Value::into),
                 read_only,
+                destructive: false,
+                policy: crate::policy::Decision::Allow,
             },
         )
 }

@@ -177,10 +177,11 @@ impl PoolEngine {
     ) -> Execution {
         let deadline = run.deadline;
         let mut execution = Execution::of(ENGINE_NAME);
-        let state = match self.sessions.get_or_create(session, || PoolSession {
+        let fresh = || PoolSession {
             checkout: None,
             version: None,
-        }) {
+        };
+        let state = match self.sessions.get_or_wait(session, fresh, deadline).await {
             Ok(state) => state,
             Err(full) => {
                 execution.error = Some(busy(full));

@@ -1,0 +1,255 @@
+//! The audit log: one JSON line per upstream call that agent code makes or
+//! attempts, with who asked, what was decided and how it ended. Lines go to
+//! the `codemcp::audit` log target and, with `CODEMCP_AUDIT_LOG`, to an
+//! append-only file created 0600 and rotated by size.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+
+/// Argument strings longer than this are cut in the log.
+const MAX_VALUE_CHARS: usize = 200;
+/// Nesting kept in logged arguments; deeper parts are summarised.
+const MAX_DEPTH: usize = 8;
+/// Keys whose values are never written (matched case-insensitively, anywhere in the key).
+const SECRET_WORDS: [&str; 6] = [
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "key",
+    "authorization",
+];
+
+#[derive(Debug, thiserror::Error)]
+#[error("CODEMCP_AUDIT_LOG={path}: {source}")]
+pub struct AuditError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+/// One upstream call as the audit log records it.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditEntry<'a> {
+    pub principal: &'a str,
+    pub session: Option<&'a str>,
+    pub engine: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Map<String, Value>,
+    /// `allow`, `approved`, `denied` (by the user or for want of an answer) or `deny`.
+    pub decision: &'a str,
+    /// `ok`, `error` or `timeout`; `none` when the call was not made.
+    pub outcome: &'a str,
+    pub duration_ms: u64,
+    pub result_bytes: usize,
+}
+
+pub struct AuditLog {
+    file: Option<Mutex<Rotating>>,
+}
+
+struct Rotating {
+    path: PathBuf,
+    file: File,
+    written: u64,
+    max_bytes: u64,
+}
+
+impl AuditLog {
+    /// Only the `codemcp::audit` log target.
+    pub fn to_tracing_only() -> Self {
+        Self { file: None }
+    }
+
+    /// Appends to `path` (created 0600), rotating at `max_bytes`.
+    ///
+    /// # Errors
+    /// The file cannot be opened for appending.
+    pub fn open(path: &Path, max_bytes: usize) -> Result<Self, AuditError> {
+        let file = open_append(path)?;
+        let written = file.metadata().map_or(0, |m| m.len());
+        Ok(Self {
+            file: Some(Mutex::new(Rotating {
+                path: path.to_owned(),
+                file,
+                written,
+                max_bytes: u64::try_from(max_bytes).unwrap_or(u64::MAX),
+            })),
+        })
+    }
+
+    pub fn record(&self, entry: &AuditEntry<'_>) {
+        let line = line(entry, SystemTime::now());
+        tracing::info!(target: "codemcp::audit", "{line}");
+        if let Some(file) = &self.file
+            && let Err(e) = file.lock().append(&line)
+        {
+            tracing::error!(target: "codemcp::audit", error = %e, "writing the audit log failed");
+        }
+    }
+}
+
+impl Rotating {
+    fn append(&mut self, line: &str) -> Result<(), AuditError> {
+        let bytes = line.len() as u64 + 1;
+        if self.written > 0 && self.written + bytes > self.max_bytes {
+            self.rotate()?;
+        }
+        let fail = |source| AuditError {
+            path: self.path.clone(),
+            source,
+        };
+        self.file
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(fail)?;
+        self.written += bytes;
+        Ok(())
+    }
+
+    /// `PATH` becomes `PATH.1` (replacing the older one); a new `PATH` starts.
+    fn rotate(&mut self) -> Result<(), AuditError> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, &old).map_err(|source| AuditError {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.file = open_append(&self.path)?;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> Result<File, AuditError> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| AuditError {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
+    let arguments = Value::Object(entry.arguments.clone());
+    json!({
+        "time": humantime::format_rfc3339_millis(at).to_string(),
+        "principal": entry.principal,
+        "session": entry.session,
+        "engine": entry.engine,
+        "server": entry.server,
+        "tool": entry.tool,
+        "arguments": redacted(&arguments, 0),
+        "decision": entry.decision,
+        "outcome": entry.outcome,
+        "duration_ms": entry.duration_ms,
+        "result_bytes": entry.result_bytes,
+    })
+    .to_string()
+}
+
+/// `value` with secret-looking keys' values replaced and long strings cut.
+fn redacted(value: &Value, depth: usize) -> Value {
+    match value {
+        Value::String(s) if s.chars().count() > MAX_VALUE_CHARS => {
+            let cut: String = s.chars().take(MAX_VALUE_CHARS).collect();
+            Value::String(format!("{cut}… [{} chars]", s.chars().count()))
+        }
+        Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String("…".into()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    let shown = if is_secret(key) {
+                        Value::String("<redacted>".into())
+                    } else {
+                        redacted(item, depth + 1)
+                    };
+                    (key.clone(), shown)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| redacted(i, depth + 1)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn is_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|word| key.contains(word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(arguments: &Map<String, Value>) -> AuditEntry<'_> {
+        AuditEntry {
+            principal: "anonymous",
+            session: Some("h"),
+            engine: "monty",
+            server: "fs",
+            tool: "write_file",
+            arguments,
+            decision: "allow",
+            outcome: "ok",
+            duration_ms: 3,
+            result_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_long_values_cut() {
+        let args = json!({"path": "/tmp/x", "api_key": "hunter2", "nested": {"Authorization": "Bearer x"},
+                          "content": "y".repeat(1000)});
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        let line: Value =
+            serde_json::from_str(&line(&entry(&args), SystemTime::UNIX_EPOCH)).unwrap();
+        assert_eq!(line["arguments"]["api_key"], "<redacted>");
+        assert_eq!(line["arguments"]["nested"]["Authorization"], "<redacted>");
+        assert_eq!(line["arguments"]["path"], "/tmp/x");
+        assert!(
+            line["arguments"]["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("[1000 chars]")
+        );
+        assert_eq!(line["time"], "1970-01-01T00:00:00.000Z");
+        assert!(!line.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn the_file_is_private_append_only_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "earlier\n").unwrap();
+        let log = AuditLog::open(&path, 600).unwrap();
+        let args = Map::new();
+        for _ in 0..4 {
+            log.record(&entry(&args));
+        }
+        let mode = std::fs::metadata(&path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600
+        );
+        let rotated = std::fs::read_to_string(dir.path().join("audit.jsonl.1")).unwrap();
+        assert!(
+            rotated.starts_with("earlier\n"),
+            "kept what was there: {rotated}"
+        );
+        let current = std::fs::read_to_string(&path).unwrap();
+        let lines = rotated.lines().count() + current.lines().count();
+        assert_eq!(lines, 5, "no line lost in rotation");
+        assert!(current.len() <= 600);
+    }
+}
