@@ -15,7 +15,7 @@ use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::store::Owner;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
-use crate::server::{self, GatewayState, HttpAccess};
+use crate::server::{self, Authority, CallContext, GatewayState, GuardedTools, HttpAccess};
 use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
@@ -109,6 +109,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 executor,
                 settings.description_budget,
                 settings.output,
+                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
             );
             let served = server::serve_stdio(shared.clone()).await;
             shared.executor.shutdown().await;
@@ -123,6 +124,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 executor,
                 settings.description_budget,
                 settings.output,
+                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
             );
             let access = HttpAccess {
                 allowed_hosts: settings.http.allowed_hosts.clone(),
@@ -143,7 +145,14 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             let executor = exec::build(&settings, Transport::Stdio)
                 .await
                 .map_err(|e| e.to_string())?;
-            let code = exec_once(catalog, &executor, code, settings.output).await;
+            let code = exec_once(
+                catalog,
+                &executor,
+                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
+                code,
+                settings.output,
+            )
+            .await;
             executor.shutdown().await;
             return Ok(code);
         }
@@ -161,10 +170,19 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
 async fn exec_once(
     catalog: Catalog,
     executor: &Executor,
+    authority: Authority,
     code: String,
     output: OutputFormat,
 ) -> ExitCode {
-    let host: Arc<dyn ToolHost> = Arc::new(catalog);
+    // The same policy as for an agent; nobody can be asked, so `ask` is denied.
+    let context = CallContext {
+        principal: "cli".to_owned(),
+        session: None,
+        asker: None,
+        grants: Default::default(),
+    };
+    let host: Arc<dyn ToolHost> =
+        Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
     let request = RunRequest {
         code,
         timeout: None,

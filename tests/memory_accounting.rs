@@ -30,6 +30,7 @@ impl ToolHost for NoTools {
 
     fn call_tool(
         &self,
+        _engine: &'static str,
         _server: &str,
         _tool: &str,
         _args: Map<String, Value>,

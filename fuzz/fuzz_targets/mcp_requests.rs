@@ -30,7 +30,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20, policy_default: codemcp::policy::Decision::Allow };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
-            Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact))
+            Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact, codemcp::server::Authority::default()))
         });
         (runtime, gateway)
     })

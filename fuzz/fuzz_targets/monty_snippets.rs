@@ -94,7 +94,7 @@ impl ToolHost for EchoTools {
         self.0.clone()
     }
 
-    fn call_tool(&self, _server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+    fn call_tool(&self, _engine: &'static str, _server: &str, tool: &str, args: Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolFailure>> {
         let fail = tool == "fail";
         Box::pin(async move {
             if fail { Err(ToolFailure { message: "fake failure".into() }) } else { Ok(Value::Object(args)) }

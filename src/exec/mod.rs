@@ -325,10 +325,11 @@ pub fn unwrap_result(value: Value) -> Value {
 /// What engines need from the gateway: the current SDK and a way to call tools.
 pub trait ToolHost: Send + Sync + 'static {
     fn sdk(&self) -> Arc<Sdk>;
-    /// Calls upstream `tool` of `server` and returns its value per the calling
-    /// contract (structured content, else joined text).
+    /// Calls upstream `tool` of `server` for a run on `engine` and returns its
+    /// value per the calling contract (structured content, else joined text).
     fn call_tool(
         &self,
+        engine: &'static str,
         server: &str,
         tool: &str,
         args: Map<String, Value>,

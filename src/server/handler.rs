@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::guarded::{Authority, CallContext, Grants, GuardedTools};
 use super::http_sessions::HttpSessions;
 use super::render::render;
 use crate::config::settings::OutputFormat;
@@ -41,6 +42,8 @@ pub struct GatewayState {
     /// Peers of sessions on the `initialize` lifecycle (protocol ≤ 2025-11-25),
     /// which get `notifications/tools/list_changed` pushed directly.
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Approvals and the audit log.
+    authority: Arc<Authority>,
 }
 
 impl GatewayState {
@@ -49,6 +52,7 @@ impl GatewayState {
         executor: Executor,
         description_budget: usize,
         output: OutputFormat,
+        authority: Authority,
     ) -> Arc<Self> {
         let shared = Arc::new(Self {
             catalog,
@@ -56,6 +60,7 @@ impl GatewayState {
             description_budget,
             output,
             legacy_peers: Mutex::new(Vec::new()),
+            authority: Arc::new(authority),
         });
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
         tokio::spawn(expire_sessions(Arc::downgrade(&shared)));
@@ -111,6 +116,8 @@ struct SessionGuard {
     implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
+    /// Tools the user allowed for the rest of this MCP session.
+    grants: Grants,
 }
 
 impl SessionGuard {
@@ -156,6 +163,7 @@ impl Gateway {
             shared: Arc::downgrade(&shared),
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),
+            grants: Grants::default(),
         });
         Self {
             shared,
@@ -183,37 +191,50 @@ impl Gateway {
         Tool::new(TOOL_NAME, description, input_schema())
     }
 
-    /// Runs one `execute_python` call for `owner` and shapes the MCP result.
-    /// `lasting`: the call belongs to an MCP session that outlives it (stdio,
-    /// `Mcp-Session-Id`), whose own Python session runs calls naming none.
+    /// Runs one `execute_python` call for `caller` and shapes the MCP result.
     pub async fn execute(
         &self,
         arguments: Option<&Map<String, Value>>,
-        owner: Owner,
-        lasting: bool,
+        caller: Caller,
         control: RunControl,
     ) -> CallToolResult {
         let execution = match parse_request(arguments) {
-            Ok(request) => self.run_request(request, owner, lasting, control).await,
+            Ok(request) => self.run_request(request, caller, control).await,
             Err(error) => self.shared.executor.refused(error),
         };
         tool_result(&execution, self.shared.output)
     }
 
-    /// Runs in the session the request names, else in this MCP session's own.
+    /// Runs in the session the request names, else in this MCP session's own
+    /// (or a new one), with the tools behind their policy.
     async fn run_request(
         &self,
         mut request: RunRequest,
-        owner: Owner,
-        lasting: bool,
+        caller: Caller,
         control: RunControl,
     ) -> Execution {
         let executor = &self.shared.executor;
-        let implicit = lasting && request.session.is_none();
+        let owner = caller.owner;
+        let implicit = caller.lasting && request.session.is_none();
         if implicit {
             request.session = Some(self.session.implicit(executor, owner));
         }
-        let host: Arc<dyn ToolHost> = Arc::new(self.shared.catalog.clone());
+        // Named before the run, so the audit log can say which session called.
+        let session = request
+            .session
+            .get_or_insert_with(|| executor.new_session(owner))
+            .clone();
+        let context = CallContext {
+            principal: owner.label(),
+            session: Some(session),
+            asker: caller.asker,
+            grants: self.session.grants.clone(),
+        };
+        let host: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
+            self.shared.catalog.clone(),
+            self.shared.authority.clone(),
+            context,
+        ));
         let execution = executor.run(owner, request, host, control).await;
         if implicit {
             // An expired implicit session was replaced by a new one.
@@ -278,6 +299,26 @@ fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, R
 }
 
 /// The bearer token the HTTP request presented, if any (stdio has none).
+/// Who makes an `execute_python` call.
+pub struct Caller {
+    pub owner: Owner,
+    /// The call belongs to an MCP session that outlives it (stdio,
+    /// `Mcp-Session-Id`), whose own Python session runs calls naming none.
+    pub lasting: bool,
+    /// The client, when it can ask its user (for `ask` tools).
+    pub asker: Option<Peer<RoleServer>>,
+}
+
+/// A 2025-era client that declared form elicitation (2026-07-28 forbids
+/// server-to-client requests).
+fn can_ask(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes()
+        .contains(&rmcp::service::ElicitationMode::Form)
+        && peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version.has_initialize())
+}
+
 /// Stdio, or HTTP with `Mcp-Session-Id`; not a 2026-07-28 request, which
 /// stands alone (its state travels in the `session` argument).
 fn in_lasting_session(context: &RequestContext<RoleServer>) -> bool {
@@ -384,14 +425,13 @@ impl ServerHandler for Gateway {
             cancel: cancel.clone(),
             on_tool_call: progress_observer(&context),
         };
-        let owner = Owner::of_token(bearer_token(&context));
+        let caller = Caller {
+            owner: Owner::of_token(bearer_token(&context)),
+            lasting: in_lasting_session(&context),
+            asker: can_ask(&context.peer).then(|| context.peer.clone()),
+        };
         let result = self
-            .execute(
-                request.arguments.as_ref(),
-                owner,
-                in_lasting_session(&context),
-                control,
-            )
+            .execute(request.arguments.as_ref(), caller, control)
             .await;
         cancel.cancel(); // ends the link task
         Ok(result.into())

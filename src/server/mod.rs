@@ -1,5 +1,6 @@
 //! Serving the gateway over stdio and Streamable HTTP.
 
+mod guarded;
 mod handler;
 mod http_sessions;
 mod render;
@@ -17,7 +18,8 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use self::handler::{Gateway, GatewayState, SDK_URI, TOOL_NAME};
+pub use self::guarded::{Authority, CallContext, GuardedTools};
+pub use self::handler::{Caller, Gateway, GatewayState, SDK_URI, TOOL_NAME};
 pub use self::render::{render, render_text};
 
 #[derive(Debug, thiserror::Error)]

@@ -347,6 +347,7 @@ impl ToolHost for Catalog {
 
     fn call_tool(
         &self,
+        _engine: &'static str,
         server: &str,
         tool: &str,
         args: Map<String, Value>,

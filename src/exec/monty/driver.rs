@@ -399,7 +399,9 @@ impl Driver {
     }
 
     fn spawn_tool(&self, call_id: u32, call: ToolCall) {
-        let fut = self.tools.call_tool(&call.server, &call.tool, call.args);
+        let fut = self
+            .tools
+            .call_tool(super::ENGINE_NAME, &call.server, &call.tool, call.args);
         let unwrap = call.unwrap_result;
         let tx = self.results_tx.clone();
         self.runtime.spawn(async move {

@@ -77,6 +77,18 @@ impl Owner {
         Self(None)
     }
 
+    /// Who this is in logs: `anonymous`, or `token:` and the start of the
+    /// token's digest (never the token).
+    pub fn label(&self) -> String {
+        match &self.0 {
+            None => "anonymous".to_owned(),
+            Some(digest) => {
+                let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+                format!("token:{hex}")
+            }
+        }
+    }
+
     pub fn digest(&self) -> Option<&[u8; 32]> {
         self.0.as_ref()
     }

@@ -27,6 +27,8 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>
 
 /// What a worker's tool calls for one session go through during a run.
 pub struct RunContext {
+    /// The engine's name, for the tool host (audit).
+    pub engine: &'static str,
     pub tools: Arc<dyn ToolHost>,
     pub sdk: Arc<Sdk>,
     pub max_tool_calls: u32,
@@ -230,7 +232,7 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
     }
     let result = context
         .tools
-        .call_tool(&function.server, &function.tool, args)
+        .call_tool(context.engine, &function.server, &function.tool, args)
         .await;
     if !function.read_only {
         context.side_effects.fetch_add(1, Ordering::Relaxed);

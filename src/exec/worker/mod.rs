@@ -351,6 +351,7 @@ impl WorkerEngine {
         // Only a worker that has not seen this catalog gets it sent.
         let catalog = (worker.catalog_version != Some(version)).then(|| (*catalog).clone());
         let context = Arc::new(RunContext {
+            engine: self.spawner.engine(),
             tools,
             sdk,
             max_tool_calls: self.limits.max_tool_calls,

@@ -316,7 +316,9 @@ impl PoolRun {
     }
 
     fn call_tool(&self, call_id: u32, tool: ToolCall) -> BoxFuture<'static, (u32, CallResult)> {
-        let fut = self.tools.call_tool(&tool.server, &tool.tool, tool.args);
+        let fut = self
+            .tools
+            .call_tool(super::ENGINE_NAME, &tool.server, &tool.tool, tool.args);
         let unwrap = tool.unwrap_result;
         async move { (call_id, tool_reply(fut.await, unwrap)) }.boxed()
     }

@@ -1,0 +1,280 @@
+//! The tools as one run's agent code sees them: every upstream call passes
+//! the tool's policy first and is written to the audit log. A call of an
+//! `ask` tool waits while the gateway asks the human through the client
+//! (`elicitation/create`, 2025-era clients that declared elicitation).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use rmcp::model::{
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema,
+    PrimitiveSchemaDefinition,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value};
+
+use crate::audit::{AuditEntry, AuditLog};
+use crate::config::Settings;
+use crate::exec::{ToolFailure, ToolHost};
+use crate::policy::Decision;
+use crate::sdk::Sdk;
+use crate::upstream::{Catalog, UpstreamError};
+
+/// How approvals are asked and calls recorded, for the whole gateway.
+pub struct Authority {
+    pub audit: AuditLog,
+    /// `CODEMCP_APPROVAL_TIMEOUT_SECS`.
+    pub approval_timeout: Duration,
+}
+
+impl Authority {
+    /// # Errors
+    /// `CODEMCP_AUDIT_LOG` names a file that cannot be opened for appending.
+    pub fn from_settings(settings: &Settings) -> Result<Self, crate::audit::AuditError> {
+        let authority = &settings.authority;
+        let audit = match &authority.audit_log {
+            Some(path) => AuditLog::open(path, authority.audit_max_bytes)?,
+            None => AuditLog::to_tracing_only(),
+        };
+        Ok(Self {
+            audit,
+            approval_timeout: authority.approval_timeout,
+        })
+    }
+}
+
+impl Default for Authority {
+    fn default() -> Self {
+        Self {
+            audit: AuditLog::to_tracing_only(),
+            approval_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Tools a user allowed for the rest of one MCP session.
+pub type Grants = Arc<Mutex<HashSet<(String, String)>>>;
+
+/// Who runs, where, and how to reach the human who may approve.
+pub struct CallContext {
+    pub principal: String,
+    pub session: Option<String>,
+    /// The client, when it can be asked (elicitation declared, 2025-era).
+    pub asker: Option<Peer<RoleServer>>,
+    pub grants: Grants,
+}
+
+pub struct GuardedTools {
+    catalog: Catalog,
+    authority: Arc<Authority>,
+    context: Arc<CallContext>,
+}
+
+impl GuardedTools {
+    pub fn new(catalog: Catalog, authority: Arc<Authority>, context: CallContext) -> Self {
+        Self {
+            catalog,
+            authority,
+            context: Arc::new(context),
+        }
+    }
+}
+
+/// One call on its way through the guard.
+struct Call {
+    catalog: Catalog,
+    authority: Arc<Authority>,
+    context: Arc<CallContext>,
+    engine: &'static str,
+    server: String,
+    tool: String,
+    args: Map<String, Value>,
+}
+
+impl ToolHost for GuardedTools {
+    fn sdk(&self) -> Arc<Sdk> {
+        self.catalog.sdk()
+    }
+
+    fn call_tool(
+        &self,
+        engine: &'static str,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let call = Call {
+            catalog: self.catalog.clone(),
+            authority: self.authority.clone(),
+            context: self.context.clone(),
+            engine,
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            args,
+        };
+        Box::pin(call.run())
+    }
+}
+
+impl Call {
+    async fn run(self) -> Result<Value, ToolFailure> {
+        let decision = match self.catalog.policy(&self.server, &self.tool) {
+            Some(Decision::Allow) => "allow",
+            Some(Decision::Ask) => match self.approval().await {
+                Ok(()) => "approved",
+                Err(why) => return self.refuse("denied", why),
+            },
+            Some(Decision::Deny) | None => {
+                let why = format!(
+                    "no tool {}.{} (unknown, or denied by policy)",
+                    self.server, self.tool
+                );
+                return self.refuse("deny", why);
+            }
+        };
+        let started = Instant::now();
+        let result = self
+            .catalog
+            .call(&self.server, &self.tool, self.args.clone())
+            .await;
+        let outcome = match &result {
+            Ok(r) if r.is_error == Some(true) => "error",
+            Ok(_) => "ok",
+            Err(UpstreamError::Timeout { .. }) => "timeout",
+            Err(_) => "error",
+        };
+        let result_bytes = match &result {
+            Ok(r) => serde_json::to_vec(r).map_or(0, |v| v.len()),
+            Err(_) => 0,
+        };
+        self.record(decision, outcome, started.elapsed(), result_bytes);
+        match result {
+            Ok(result) => crate::upstream::tool_value(result),
+            Err(e) => Err(ToolFailure {
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    fn refuse(&self, decision: &str, message: String) -> Result<Value, ToolFailure> {
+        self.record(decision, "none", Duration::ZERO, 0);
+        Err(ToolFailure { message })
+    }
+
+    fn record(&self, decision: &str, outcome: &str, took: Duration, result_bytes: usize) {
+        self.authority.audit.record(&AuditEntry {
+            principal: &self.context.principal,
+            session: self.context.session.as_deref(),
+            engine: self.engine,
+            server: &self.server,
+            tool: &self.tool,
+            arguments: &self.args,
+            decision,
+            outcome,
+            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            result_bytes,
+        });
+    }
+
+    /// `Ok` when the user approves this call (or approved the tool for the
+    /// rest of the session); else why not.
+    async fn approval(&self) -> Result<(), String> {
+        let key = (self.server.clone(), self.tool.clone());
+        if self.context.grants.lock().contains(&key) {
+            return Ok(());
+        }
+        let denied = format!("denied by the user: {}.{}", self.server, self.tool);
+        let Some(peer) = &self.context.asker else {
+            return Err(format!(
+                "{}.{} needs the user's approval (policy \"ask\"), and this client cannot ask them \
+                 (it has no elicitation support, or speaks protocol 2026-07-28, where codemcp does not ask yet); \
+                 the operator can allow the tool with \"policy\": {{\"{}\": \"allow\"}} in the server's config entry",
+                self.server, self.tool, self.tool
+            ));
+        };
+        let timeout = self.authority.approval_timeout;
+        let asked = peer
+            .create_elicitation_with_timeout(self.question(), Some(timeout))
+            .await;
+        match asked {
+            Ok(answer) if answer.action == ElicitationAction::Accept => {
+                let scope = answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("scope"))
+                    .and_then(Value::as_str);
+                if scope == Some(FOR_SESSION) {
+                    self.context.grants.lock().insert(key);
+                }
+                Ok(())
+            }
+            Ok(_) => Err(denied),
+            Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
+                "{denied} (no answer within {} s, CODEMCP_APPROVAL_TIMEOUT_SECS)",
+                timeout.as_secs()
+            )),
+            Err(e) => Err(format!("{denied} (asking failed: {e})")),
+        }
+    }
+
+    fn question(&self) -> ElicitRequestParams {
+        let message = format!(
+            "Agent code wants to call {}.{} with {}. Allow it?",
+            self.server,
+            self.tool,
+            shown_arguments(&self.args)
+        );
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: approval_form(),
+        }
+    }
+}
+
+const FOR_CALL: &str = "this call";
+const FOR_SESSION: &str = "the rest of this session";
+
+/// One choice, defaulting to this call only.
+fn approval_form() -> ElicitationSchema {
+    let choices = vec![FOR_CALL.to_owned(), FOR_SESSION.to_owned()];
+    let choice = EnumSchema::builder(choices.clone())
+        .with_default(FOR_CALL)
+        .unwrap_or_else(|_| EnumSchema::builder(choices))
+        .title("Allow")
+        .build();
+    ElicitationSchema::builder()
+        .property("scope", PrimitiveSchemaDefinition::Enum(choice))
+        .build_unchecked()
+}
+
+/// The arguments as JSON, long values cut, the whole at most ~1 KB.
+fn shown_arguments(args: &Map<String, Value>) -> String {
+    let cut: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| {
+            let shown = match v {
+                Value::String(s) if s.chars().count() > 200 => Value::String(format!(
+                    "{}… [{} chars]",
+                    s.chars().take(200).collect::<String>(),
+                    s.chars().count()
+                )),
+                other => other.clone(),
+            };
+            (k.clone(), shown)
+        })
+        .collect();
+    let text = Value::Object(cut).to_string();
+    if text.chars().count() > 1000 {
+        format!(
+            "{}… [{} chars]",
+            text.chars().take(1000).collect::<String>(),
+            text.chars().count()
+        )
+    } else {
+        text
+    }
+}

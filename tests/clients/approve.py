@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""approve.py: a PyPI `mcp` 2.x client whose user answers approval requests from a script.
+
+    approve.py URL --mode legacy|auto --answers '["accept", "decline", ...]' --calls '["code", ...]'
+               [--no-elicitation] [--header K=V]
+
+Connects to codemcp over Streamable HTTP, declares elicitation (unless
+--no-elicitation) and runs each snippet of --calls with `execute_python`, in
+order, passing the session handle back. Each elicitation the server sends is
+answered with the next entry of --answers: "accept" (the form's defaults:
+this call), "session" (accept, for the rest of the session), "decline",
+"cancel", or "wait:S" (sleep S seconds first, then accept). Prints one JSON
+report: the protocol, every elicitation message received, and every result.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import anyio
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def amain(a: argparse.Namespace) -> None:
+    answers: list[str] = json.loads(a.answers)
+    asked: list[dict[str, Any]] = []
+
+    async def on_elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(dump(params))
+        answer = answers.pop(0) if answers else "decline"
+        if answer.startswith("wait:"):
+            await anyio.sleep(float(answer.split(":", 1)[1]))
+            answer = "accept"
+        if answer == "accept":
+            return types.ElicitResult(action="accept", content={})
+        if answer == "session":
+            return types.ElicitResult(action="accept", content={"scope": "the rest of this session"})
+        return types.ElicitResult(action=answer)
+
+    headers = dict(h.split("=", 1) for h in a.header)
+    report: dict[str, Any] = {"asked": asked, "results": []}
+    callback = None if a.no_elicitation else on_elicit
+    async with create_mcp_http_client(headers=headers) as http:
+        server = streamable_http_client(a.url, http_client=http)
+        async with Client(server, mode=a.mode, elicitation_callback=callback, cache=None) as client:
+            report["protocol"] = str(client.protocol_version)
+            handle = None
+            for code in json.loads(a.calls):
+                args = {"code": code} | ({"session": handle} if handle else {})
+                result = await client.call_tool("execute_python", args)
+                structured = result.structured_content or {}
+                handle = structured.get("session", handle)
+                report["results"].append(dump(result))
+    print(json.dumps(report))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("url")
+    ap.add_argument("--mode", default="legacy")
+    ap.add_argument("--answers", default="[]")
+    ap.add_argument("--calls", required=True)
+    ap.add_argument("--no-elicitation", action="store_true")
+    ap.add_argument("--header", action="append", default=[])
+    anyio.run(amain, ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()
