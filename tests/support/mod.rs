@@ -278,6 +278,14 @@ pub struct HttpGateway {
     _setup: Setup,
 }
 
+impl HttpGateway {
+    /// The config file the gateway was started with.
+    #[allow(dead_code)] // not every test binary asks
+    pub fn config(&self) -> PathBuf {
+        self._setup.config()
+    }
+}
+
 pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> HttpGateway {
     let setup = Setup::new(servers);
     let mut child = tokio::process::Command::new(bin())

@@ -1,0 +1,254 @@
+//! Policy, approvals and the audit log, end to end: the real filesystem
+//! server behind a gateway whose config puts `write_file` on `ask` and
+//! `move_file` on `deny`, and the real PyPI `mcp` 2.x client
+//! (`tests/clients/approve.py`) whose user answers from a script.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{HttpGateway, filesystem, python2, repo, start_http};
+use tokio::process::Command;
+
+struct World {
+    gateway: HttpGateway,
+    root: tempfile::TempDir,
+    audit: PathBuf,
+}
+
+async fn world(env: &[(&str, &str)]) -> World {
+    let root = tempfile::tempdir().expect("root");
+    let mut server = filesystem(root.path());
+    server["policy"] = json!({"write_file": "ask", "move_file": "deny"});
+    let audit = root.path().join("audit.jsonl");
+    let audit_env = audit.to_str().expect("utf-8").to_owned();
+    let mut all: Vec<(&str, &str)> = vec![("CODEMCP_AUDIT_LOG", &audit_env)];
+    all.extend_from_slice(env);
+    let gateway = start_http(json!({"fs": server}), &all).await;
+    World {
+        gateway,
+        root,
+        audit,
+    }
+}
+
+impl World {
+    fn file(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// `fs_write_file(path=<root>/name, content=text)` as agent code.
+    fn write(&self, name: &str, text: &str) -> String {
+        format!(
+            "fs_write_file(path={:?}, content={text:?})",
+            self.file(name).to_str().expect("utf-8")
+        )
+    }
+
+    fn audit_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.audit)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    }
+
+    async fn client(
+        &self,
+        mode: &str,
+        answers: &[&str],
+        calls: &[String],
+        extra: &[&str],
+    ) -> Value {
+        let output = Command::new(python2())
+            .arg(repo().join("tests/clients/approve.py"))
+            .arg(&self.gateway.url)
+            .args(["--mode", mode, "--answers", &json!(answers).to_string()])
+            .args(["--calls", &json!(calls).to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(90), output)
+            .await
+            .expect("approve.py finishes within 90 s")
+            .expect("approve.py runs");
+        serde_json::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap_or_else(|e| {
+            panic!(
+                "approve.py printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })
+    }
+}
+
+fn text(report: &Value, i: usize) -> String {
+    report["results"][i]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_and_a_declined_one_raises_tool_error_without_reaching_the_upstream()
+{
+    let w = world(&[]).await;
+    // One snippet: the first write is approved, the second declined. The
+    // first is not repeated: exactly one file, with its content.
+    let code = format!(
+        "{}\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)",
+        w.write("a.txt", "approved"),
+        w.write("b.txt", "declined")
+    );
+    let report = w
+        .client("legacy", &["accept", "decline"], &[code], &[])
+        .await;
+    assert_eq!(
+        report["asked"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    let message = report["asked"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("fs.write_file") && message.contains("approved"),
+        "{message}"
+    );
+    assert!(
+        text(&report, 0).contains("caught: denied by the user: fs.write_file"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.file("a.txt")).ok().as_deref(),
+        Some("approved")
+    );
+    assert!(
+        !exists(&w.file("b.txt")),
+        "a declined call never reaches the upstream"
+    );
+
+    let audit = w.audit_lines();
+    let decisions: Vec<_> = audit
+        .iter()
+        .map(|l| (l["decision"].clone(), l["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            (json!("approved"), json!("ok")),
+            (json!("denied"), json!("none"))
+        ],
+        "{audit:?}"
+    );
+    assert_eq!(audit[0]["principal"], "anonymous");
+    assert!(audit[0]["session"].as_str().is_some_and(|s| !s.is_empty()));
+    let mode = std::fs::metadata(&w.audit)
+        .expect("audit log")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+}
+
+#[tokio::test]
+async fn the_rest_of_this_session_is_asked_once() {
+    let w = world(&[]).await;
+    let calls = [
+        w.write("1.txt", "x"),
+        w.write("2.txt", "y"),
+        w.write("3.txt", "z"),
+    ];
+    let report = w.client("legacy", &["session"], &calls, &[]).await;
+    assert_eq!(
+        report["asked"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    for name in ["1.txt", "2.txt", "3.txt"] {
+        assert!(exists(&w.file(name)), "{name}: {report}");
+    }
+}
+
+#[tokio::test]
+async fn no_answer_in_time_or_a_client_that_cannot_ask_means_denied() {
+    let w = world(&[("CODEMCP_APPROVAL_TIMEOUT_SECS", "1")]).await;
+    let report = w
+        .client("legacy", &["wait:3"], &[w.write("late.txt", "x")], &[])
+        .await;
+    assert!(
+        text(&report, 0).contains("no answer within 1 s"),
+        "{report}"
+    );
+    assert!(!exists(&w.file("late.txt")));
+
+    let report = w
+        .client(
+            "legacy",
+            &[],
+            &[w.write("mute.txt", "x")],
+            &["--no-elicitation"],
+        )
+        .await;
+    let said = text(&report, 0);
+    assert!(
+        said.contains("cannot ask them") && said.contains("\"write_file\": \"allow\""),
+        "{said}"
+    );
+    assert!(!exists(&w.file("mute.txt")));
+    // A 2026-07-28 client cannot be asked yet either: denied, and it says why.
+    let report = w
+        .client("auto", &["accept"], &[w.write("modern.txt", "x")], &[])
+        .await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert!(text(&report, 0).contains("cannot ask them"), "{report}");
+    assert!(!exists(&w.file("modern.txt")));
+}
+
+#[tokio::test]
+async fn a_denied_tool_does_not_exist_for_the_agent() {
+    let w = world(&[]).await;
+    std::fs::write(w.file("src.txt"), "s").expect("seed");
+    let calls = [
+        format!(
+            "fs_move_file(source={:?}, destination={:?})",
+            w.file("src.txt").to_str().unwrap(),
+            w.file("dst.txt").to_str().unwrap()
+        ),
+        "[t['name'] for t in search_tools('move rename file', limit=20)]".to_owned(),
+        "describe_tool('fs_move_file')".to_owned(),
+    ];
+    let report = w.client("legacy", &[], &calls, &[]).await;
+    assert!(text(&report, 0).contains("NameError"), "{report}");
+    assert!(!exists(&w.file("dst.txt")) && exists(&w.file("src.txt")));
+    let found = &report["results"][1]["structuredContent"]["result"];
+    assert!(!found.to_string().contains("move_file"), "{found}");
+    assert!(text(&report, 2).contains("Error"), "{report}");
+
+    // Nor in the tool description or the stub.
+    let sdk = Command::new(support::bin())
+        .arg("--config")
+        .arg(w.gateway.config())
+        .arg("sdk")
+        .output()
+        .await
+        .expect("codemcp sdk");
+    let sdk = String::from_utf8_lossy(&sdk.stdout);
+    assert!(
+        sdk.contains("fs_write_file") && !sdk.contains("move_file"),
+        "{sdk}"
+    );
+    assert!(
+        sdk.contains("Asks the user first"),
+        "the stub says write_file asks"
+    );
+}
