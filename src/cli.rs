@@ -178,7 +178,7 @@ async fn exec_once(
     let context = CallContext {
         principal: "cli".to_owned(),
         session: None,
-        asker: None,
+        asker: server::Asker::Nobody,
         grants: Default::default(),
     };
     let host: Arc<dyn ToolHost> =

@@ -205,13 +205,55 @@ async fn no_answer_in_time_or_a_client_that_cannot_ask_means_denied() {
         "{said}"
     );
     assert!(!exists(&w.file("mute.txt")));
-    // A 2026-07-28 client cannot be asked yet either: denied, and it says why.
     let report = w
-        .client("auto", &["accept"], &[w.write("modern.txt", "x")], &[])
+        .client(
+            "auto",
+            &[],
+            &[w.write("mute2026.txt", "x")],
+            &["--no-elicitation"],
+        )
         .await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert!(text(&report, 0).contains("cannot ask them"), "{report}");
-    assert!(!exists(&w.file("modern.txt")));
+    assert!(!exists(&w.file("mute2026.txt")));
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_input_required_and_the_run_resumes_where_it_paused() {
+    let w = world(&[]).await;
+    // `n` counts the statements that ran: none runs twice across the rounds.
+    let code = format!(
+        "n = 1\n{}\nn += 1\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)\nn += 1\nn",
+        w.write("first.txt", "one"),
+        w.write("second.txt", "two")
+    );
+    let report = w.client("auto", &["accept", "decline"], &[code], &[]).await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    assert_eq!(
+        report["asked"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    let result = &report["results"][0]["structuredContent"];
+    assert_eq!(result["result"], 3, "{report}");
+    assert!(
+        result["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("denied by the user"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.file("first.txt")).ok().as_deref(),
+        Some("one")
+    );
+    assert!(!exists(&w.file("second.txt")));
+    let decisions: Vec<_> = w
+        .audit_lines()
+        .iter()
+        .map(|l| l["decision"].clone())
+        .collect();
+    assert_eq!(decisions, [json!("approved"), json!("denied")]);
 }
 
 #[tokio::test]

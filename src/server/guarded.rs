@@ -1,7 +1,9 @@
 //! The tools as one run's agent code sees them: every upstream call passes
 //! the tool's policy first and is written to the audit log. A call of an
-//! `ask` tool waits while the gateway asks the human through the client
-//! (`elicitation/create`, 2025-era clients that declared elicitation).
+//! `ask` tool waits while the gateway asks the human through the client:
+//! `elicitation/create` to a 2025-era client that declared elicitation, or,
+//! on 2026-07-28, an `input_required` result of the request that runs the
+//! code (see `pending.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,11 +12,12 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::{
-    ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema,
     PrimitiveSchemaDefinition,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::audit::{AuditEntry, AuditLog};
 use crate::config::Settings;
@@ -62,9 +65,30 @@ pub type Grants = Arc<Mutex<HashSet<(String, String)>>>;
 pub struct CallContext {
     pub principal: String,
     pub session: Option<String>,
-    /// The client, when it can be asked (elicitation declared, 2025-era).
-    pub asker: Option<Peer<RoleServer>>,
+    pub asker: Asker,
     pub grants: Grants,
+}
+
+/// How a question reaches the user.
+pub enum Asker {
+    /// `elicitation/create` to a 2025-era client that declared elicitation.
+    Client(Peer<RoleServer>),
+    /// To the request waiting on this run, which answers `input_required`
+    /// (2026-07-28) and passes the retry's answer back.
+    Relay(mpsc::UnboundedSender<RunEvent>),
+    Nobody,
+}
+
+/// What a run relays to the request waiting on it.
+pub enum RunEvent {
+    Ask(Question),
+    Done(rmcp::model::CallToolResult),
+}
+
+/// An approval question and where its answer goes.
+pub struct Question {
+    pub params: ElicitRequestParams,
+    pub answer: oneshot::Sender<ElicitResult>,
 }
 
 pub struct GuardedTools {
@@ -187,37 +211,60 @@ impl Call {
             return Ok(());
         }
         let denied = format!("denied by the user: {}.{}", self.server, self.tool);
-        let Some(peer) = &self.context.asker else {
-            return Err(format!(
-                "{}.{} needs the user's approval (policy \"ask\"), and this client cannot ask them \
-                 (it has no elicitation support, or speaks protocol 2026-07-28, where codemcp does not ask yet); \
-                 the operator can allow the tool with \"policy\": {{\"{}\": \"allow\"}} in the server's config entry",
-                self.server, self.tool, self.tool
-            ));
-        };
         let timeout = self.authority.approval_timeout;
-        let asked = peer
-            .create_elicitation_with_timeout(self.question(), Some(timeout))
-            .await;
-        match asked {
-            Ok(answer) if answer.action == ElicitationAction::Accept => {
-                let scope = answer
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("scope"))
-                    .and_then(Value::as_str);
-                if scope == Some(FOR_SESSION) {
-                    self.context.grants.lock().insert(key);
-                }
-                Ok(())
-            }
-            Ok(_) => Err(denied),
-            Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
+        let late = || {
+            format!(
                 "{denied} (no answer within {} s, CODEMCP_APPROVAL_TIMEOUT_SECS)",
                 timeout.as_secs()
-            )),
-            Err(e) => Err(format!("{denied} (asking failed: {e})")),
+            )
+        };
+        let answer = match &self.context.asker {
+            Asker::Client(peer) => {
+                match peer
+                    .create_elicitation_with_timeout(self.question(), Some(timeout))
+                    .await
+                {
+                    Ok(answer) => answer,
+                    Err(rmcp::ServiceError::Timeout { .. }) => return Err(late()),
+                    Err(e) => return Err(format!("{denied} (asking failed: {e})")),
+                }
+            }
+            Asker::Relay(events) => {
+                let (answer, answered) = oneshot::channel();
+                let question = Question {
+                    params: self.question(),
+                    answer,
+                };
+                if events.send(RunEvent::Ask(question)).is_err() {
+                    return Err(format!("{denied} (the client left)"));
+                }
+                match tokio::time::timeout(timeout, answered).await {
+                    Ok(Ok(answer)) => answer,
+                    // Dropped: the question expired unanswered.
+                    Ok(Err(_)) | Err(_) => return Err(late()),
+                }
+            }
+            Asker::Nobody => {
+                return Err(format!(
+                    "{}.{} needs the user's approval (policy \"ask\"), and this client cannot ask them \
+                     (it declared no elicitation support); the operator can allow the tool with \
+                     \"policy\": {{\"{}\": \"allow\"}} in the server's config entry",
+                    self.server, self.tool, self.tool
+                ));
+            }
+        };
+        if answer.action != ElicitationAction::Accept {
+            return Err(denied);
         }
+        let scope = answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("scope"))
+            .and_then(Value::as_str);
+        if scope == Some(FOR_SESSION) {
+            self.context.grants.lock().insert(key);
+        }
+        Ok(())
     }
 
     fn question(&self) -> ElicitRequestParams {

@@ -13,14 +13,21 @@ use rmcp::model::{
     ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
     Tool,
 };
+use rmcp::model::{
+    ElicitRequest, ElicitResult, ElicitationAction, InputRequest, InputRequiredResult,
+    InputResponses,
+};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::guarded::{Authority, CallContext, Grants, GuardedTools};
+use super::guarded::{Asker, Authority, CallContext, Grants, GuardedTools, RunEvent};
 use super::http_sessions::HttpSessions;
+use super::pending::{PausedRuns, Waiting};
 use super::render::render;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
@@ -44,6 +51,8 @@ pub struct GatewayState {
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Approvals and the audit log.
     authority: Arc<Authority>,
+    /// 2026-07-28 runs waiting for their client's answer.
+    paused: PausedRuns,
 }
 
 impl GatewayState {
@@ -61,6 +70,7 @@ impl GatewayState {
             output,
             legacy_peers: Mutex::new(Vec::new()),
             authority: Arc::new(authority),
+            paused: PausedRuns::default(),
         });
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
         tokio::spawn(expire_sessions(Arc::downgrade(&shared)));
@@ -104,6 +114,10 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
             return;
         };
         shared.executor.expire_idle();
+        // A question nobody answered: its run takes the call as denied.
+        shared
+            .paused
+            .expire(shared.authority.approval_timeout + Duration::from_secs(5));
     }
 }
 
@@ -249,6 +263,147 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// A call of a lasting MCP session (stdio, `Mcp-Session-Id`): the run is
+    /// this request's, and stops when the client cancels it or leaves.
+    async fn run_attached(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        owner: Owner,
+    ) -> CallToolResult {
+        let cancel = self.session.closing.child_token();
+        let http_ended = self
+            .http_sessions
+            .as_ref()
+            .and_then(|sessions| sessions.closing_for(context))
+            .unwrap_or_default();
+        let (request_ct, link) = (context.ct.clone(), cancel.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = request_ct.cancelled() => link.cancel(),
+                () = http_ended.cancelled() => link.cancel(),
+                () = link.cancelled() => {}
+            }
+        });
+        let control = RunControl {
+            cancel: cancel.clone(),
+            on_tool_call: progress_observer(context),
+        };
+        let asker = if can_ask(&context.peer) {
+            Asker::Client(context.peer.clone())
+        } else {
+            Asker::Nobody
+        };
+        let caller = Caller {
+            owner,
+            lasting: true,
+            asker,
+        };
+        let result = self
+            .execute(request.arguments.as_ref(), caller, control)
+            .await;
+        cancel.cancel(); // ends the link task
+        result
+    }
+
+    /// A 2026-07-28 call, which stands alone: the run goes on in its own
+    /// task, so that a question it asks can be answered `input_required`
+    /// and the client's retry can pick the run up again.
+    async fn run_detached(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        owner: Owner,
+    ) -> CallToolResponse {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let control = RunControl {
+            cancel: cancel.clone(),
+            on_tool_call: progress_observer(context),
+        };
+        let asker = if declares_form_elicitation(context) {
+            Asker::Relay(events_tx.clone())
+        } else {
+            Asker::Nobody
+        };
+        let caller = Caller {
+            owner,
+            lasting: false,
+            asker,
+        };
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            let result = gateway
+                .execute(request.arguments.as_ref(), caller, control)
+                .await;
+            let _ = events_tx.send(RunEvent::Done(result));
+        });
+        self.wait(Waiting { events, cancel }, owner, &context.ct)
+            .await
+    }
+
+    /// Waits for the run's result, or its next question (answered
+    /// `input_required`, with the run kept for the retry).
+    async fn wait(
+        &self,
+        mut waiting: Waiting,
+        owner: Owner,
+        request_ct: &CancellationToken,
+    ) -> CallToolResponse {
+        let event = tokio::select! {
+            event = waiting.events.recv() => event,
+            () = request_ct.cancelled() => {
+                waiting.cancel.cancel();
+                return error_result("the request was cancelled, and its run with it").into();
+            }
+        };
+        match event {
+            Some(RunEvent::Done(result)) => result.into(),
+            Some(RunEvent::Ask(question)) => {
+                let state = self.shared.paused.pause(owner, waiting, question.answer);
+                let ask = InputRequest::Elicitation(ElicitRequest::new(question.params));
+                let requests = BTreeMap::from([(APPROVAL_INPUT.to_owned(), ask)]);
+                InputRequiredResult::new(Some(requests), Some(state)).into()
+            }
+            None => error_result("the run ended without a result").into(),
+        }
+    }
+
+    /// The retry of a call that answered `input_required`: hands the answer
+    /// to the paused run and waits on it.
+    async fn resume(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        owner: Owner,
+        request_ct: &CancellationToken,
+    ) -> CallToolResponse {
+        let Some((waiting, answer)) = self.shared.paused.resume(state, owner) else {
+            return error_result(
+                "this requestState names no paused run: it was already answered, expired \
+                 (CODEMCP_APPROVAL_TIMEOUT_SECS), or belongs to another caller or gateway; \
+                 call execute_python again",
+            )
+            .into();
+        };
+        let reply = responses
+            .and_then(|r| r.get(APPROVAL_INPUT))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+            .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Decline));
+        let _ = answer.send(reply);
+        self.wait(waiting, owner, request_ct).await
+    }
+}
+
+/// The key of the approval question in `inputRequests` / `inputResponses`.
+const APPROVAL_INPUT: &str = "approval";
+
+/// An `isError` result that is not a run's (the run did not start or end).
+fn error_result(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.to_owned())])
+}
+
 /// The arguments of `execute_python`; the input schema is derived from it.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 struct ExecuteArgs {
@@ -305,8 +460,8 @@ pub struct Caller {
     /// The call belongs to an MCP session that outlives it (stdio,
     /// `Mcp-Session-Id`), whose own Python session runs calls naming none.
     pub lasting: bool,
-    /// The client, when it can ask its user (for `ask` tools).
-    pub asker: Option<Peer<RoleServer>>,
+    /// How to ask its user (for `ask` tools).
+    pub asker: Asker,
 }
 
 /// A 2025-era client that declared form elicitation (2026-07-28 forbids
@@ -317,6 +472,15 @@ fn can_ask(peer: &Peer<RoleServer>) -> bool {
         && peer
             .peer_info()
             .is_some_and(|info| info.protocol_version.has_initialize())
+}
+
+/// A 2026-07-28 request whose `_meta` says its client can show a form.
+fn declares_form_elicitation(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
 /// Stdio, or HTTP with `Mcp-Session-Id`; not a 2026-07-28 request, which
@@ -406,35 +570,16 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        // The run stops when the client cancels this request or leaves.
-        let cancel = self.session.closing.child_token();
-        let http_ended = self
-            .http_sessions
-            .as_ref()
-            .and_then(|sessions| sessions.closing_for(&context))
-            .unwrap_or_default();
-        let (request_ct, link) = (context.ct.clone(), cancel.clone());
-        tokio::spawn(async move {
-            tokio::select! {
-                () = request_ct.cancelled() => link.cancel(),
-                () = http_ended.cancelled() => link.cancel(),
-                () = link.cancelled() => {}
-            }
-        });
-        let control = RunControl {
-            cancel: cancel.clone(),
-            on_tool_call: progress_observer(&context),
-        };
-        let caller = Caller {
-            owner: Owner::of_token(bearer_token(&context)),
-            lasting: in_lasting_session(&context),
-            asker: can_ask(&context.peer).then(|| context.peer.clone()),
-        };
-        let result = self
-            .execute(request.arguments.as_ref(), caller, control)
-            .await;
-        cancel.cancel(); // ends the link task
-        Ok(result.into())
+        let owner = Owner::of_token(bearer_token(&context));
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.as_ref();
+            return Ok(self.resume(state, responses, owner, &context.ct).await);
+        }
+        if in_lasting_session(&context) {
+            Ok(self.run_attached(request, &context, owner).await.into())
+        } else {
+            Ok(self.run_detached(request, &context, owner).await)
+        }
     }
 
     async fn list_resources(

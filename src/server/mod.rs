@@ -3,6 +3,7 @@
 mod guarded;
 mod handler;
 mod http_sessions;
+mod pending;
 mod render;
 mod stdin;
 
@@ -18,7 +19,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use self::guarded::{Authority, CallContext, GuardedTools};
+pub use self::guarded::{Asker, Authority, CallContext, GuardedTools};
 pub use self::handler::{Caller, Gateway, GatewayState, SDK_URI, TOOL_NAME};
 pub use self::render::{render, render_text};
 
