@@ -15,6 +15,7 @@ use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::store::Owner;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
+use crate::policy::Decision;
 use crate::server::{self, Authority, CallContext, GatewayState, GuardedTools, HttpAccess};
 use crate::upstream::{Catalog, UpstreamLimits};
 
@@ -227,6 +228,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
     for skipped in catalog.skipped() {
         println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
     }
+    print_policies(catalog, settings);
     let placement = match settings.monty.monty_placement {
         Some(MontyPlacement::InProcess) => "in-process (CODEMCP_MONTY=inprocess)",
         Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
@@ -285,6 +287,30 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
     };
     println!("cpython fallback: {fallback}");
+}
+
+/// Every tool's effective policy, grouped by decision, per server.
+fn print_policies(catalog: &Catalog, settings: &Settings) {
+    println!(
+        "policy (default for unannotated tools: {}, CODEMCP_POLICY_DEFAULT):",
+        settings.authority.policy_default
+    );
+    for (server, tools) in catalog.policies() {
+        for decision in [Decision::Allow, Decision::Ask, Decision::Deny] {
+            let names: Vec<&str> = tools
+                .iter()
+                .filter(|(_, d)| *d == decision)
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if !names.is_empty() {
+                println!("  {server:<20} {decision:<5}  {}", names.join(", "));
+            }
+        }
+    }
+    match &settings.authority.audit_log {
+        Some(path) => println!("audit log: {}", path.display()),
+        None => println!("audit log: the codemcp::audit log target only (CODEMCP_AUDIT_LOG unset)"),
+    }
 }
 
 /// Runs the worker binary once, bounded, to see that it works.

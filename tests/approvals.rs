@@ -163,19 +163,15 @@ async fn an_approved_call_runs_and_a_declined_one_raises_tool_error_without_reac
 #[tokio::test]
 async fn the_rest_of_this_session_is_asked_once() {
     let w = world(&[]).await;
-    let calls = [
-        w.write("1.txt", "x"),
-        w.write("2.txt", "y"),
-        w.write("3.txt", "z"),
-    ];
-    let report = w.client("legacy", &["session"], &calls, &[]).await;
-    assert_eq!(
-        report["asked"].as_array().map(Vec::len),
-        Some(1),
-        "{report}"
-    );
-    for name in ["1.txt", "2.txt", "3.txt"] {
-        assert!(exists(&w.file(name)), "{name}: {report}");
+    for mode in ["legacy", "auto"] {
+        let names = [1, 2, 3].map(|i| format!("{mode}-{i}.txt"));
+        let calls = names.clone().map(|name| w.write(&name, "x"));
+        let report = w.client(mode, &["session"], &calls, &[]).await;
+        let asked = report["asked"].as_array().map(Vec::len);
+        assert_eq!(asked, Some(1), "{mode}: {report}");
+        for name in &names {
+            assert!(exists(&w.file(name)), "{name}: {report}");
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! on 2026-07-28, an `input_required` result of the request that runs the
 //! code (see `pending.rs`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,8 @@ pub struct Authority {
     pub audit: AuditLog,
     /// `CODEMCP_APPROVAL_TIMEOUT_SECS`.
     pub approval_timeout: Duration,
+    /// `CODEMCP_SESSION_IDLE_SECS`: how long "the rest of this session" lasts unused.
+    pub session_idle: Duration,
 }
 
 impl Authority {
@@ -45,6 +47,7 @@ impl Authority {
         Ok(Self {
             audit,
             approval_timeout: authority.approval_timeout,
+            session_idle: settings.sessions.session_idle,
         })
     }
 }
@@ -54,12 +57,37 @@ impl Default for Authority {
         Self {
             audit: AuditLog::to_tracing_only(),
             approval_timeout: Duration::from_secs(120),
+            session_idle: Duration::from_secs(1800),
         }
     }
 }
 
-/// Tools a user allowed for the rest of one MCP session.
+/// Tools a user allowed for the rest of one session.
 pub type Grants = Arc<Mutex<HashSet<(String, String)>>>;
+
+/// The grants of every session, by caller and session handle; a session's
+/// grants go when it has been idle as long as the session itself would.
+#[derive(Default)]
+pub struct GrantBook {
+    sessions: Mutex<HashMap<(String, String), (Grants, Instant)>>,
+}
+
+impl GrantBook {
+    pub fn of(&self, principal: &str, session: &str) -> Grants {
+        let mut sessions = self.sessions.lock();
+        let entry = sessions
+            .entry((principal.to_owned(), session.to_owned()))
+            .or_insert_with(|| (Grants::default(), Instant::now()));
+        entry.1 = Instant::now();
+        entry.0.clone()
+    }
+
+    pub fn expire(&self, idle: Duration) {
+        self.sessions
+            .lock()
+            .retain(|_, (_, used)| used.elapsed() < idle);
+    }
+}
 
 /// Who runs, where, and how to reach the human who may approve.
 pub struct CallContext {

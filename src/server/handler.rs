@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::guarded::{Asker, Authority, CallContext, Grants, GuardedTools, RunEvent};
+use super::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools, RunEvent};
 use super::http_sessions::HttpSessions;
 use super::pending::{PausedRuns, Waiting};
 use super::render::render;
@@ -53,6 +53,8 @@ pub struct GatewayState {
     authority: Arc<Authority>,
     /// 2026-07-28 runs waiting for their client's answer.
     paused: PausedRuns,
+    /// Tools users allowed for the rest of a session.
+    grants: GrantBook,
 }
 
 impl GatewayState {
@@ -71,6 +73,7 @@ impl GatewayState {
             legacy_peers: Mutex::new(Vec::new()),
             authority: Arc::new(authority),
             paused: PausedRuns::default(),
+            grants: GrantBook::default(),
         });
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
         tokio::spawn(expire_sessions(Arc::downgrade(&shared)));
@@ -118,6 +121,7 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
         shared
             .paused
             .expire(shared.authority.approval_timeout + Duration::from_secs(5));
+        shared.grants.expire(shared.authority.session_idle);
     }
 }
 
@@ -130,8 +134,6 @@ struct SessionGuard {
     implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
-    /// Tools the user allowed for the rest of this MCP session.
-    grants: Grants,
 }
 
 impl SessionGuard {
@@ -177,7 +179,6 @@ impl Gateway {
             shared: Arc::downgrade(&shared),
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),
-            grants: Grants::default(),
         });
         Self {
             shared,
@@ -238,11 +239,12 @@ impl Gateway {
             .session
             .get_or_insert_with(|| executor.new_session(owner))
             .clone();
+        let principal = owner.label();
         let context = CallContext {
-            principal: owner.label(),
+            grants: self.shared.grants.of(&principal, &session),
+            principal,
             session: Some(session),
             asker: caller.asker,
-            grants: self.session.grants.clone(),
         };
         let host: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
             self.shared.catalog.clone(),
