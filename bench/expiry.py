@@ -1,11 +1,11 @@
 """expiry.py: the gateway's memory and the store after many sessions expire.
 
-    .deps/py2/bin/python bench/expiry.py --codemcp PATH [--sessions 10000] [--idle 5] [--store file|redis]
+    .deps/py2/bin/python bench/expiry.py --codemcp PATH [--sessions 10000] [--idle 60] [--store file|redis] [--rounds 2]
 
 Starts one HTTP gateway (`serve --http 127.0.0.1:0`, default pool placement)
 with `CODEMCP_SESSION_IDLE_SECS=--idle`, creates `--sessions` sessions (one call
 each that stores about 1 KiB, 20 agents at a time, protocol 2026-07-28), then
-waits until they have expired. Prints the gateway's RSS and the store's size
+waits until they have expired, twice (`--rounds`). Prints the gateway's RSS and the store's size
 (SQLite rows and file size, or Redis keys and used_memory) before, after the
 sessions were made, and after they expired.
 """
@@ -94,14 +94,15 @@ async def amain(a: argparse.Namespace) -> None:
     try:
         await make_sessions(url, 20)  # warm: workers started, allocator settled
         print(f"baseline:        gateway RSS {rss_mib(proc.pid):6.1f} MiB; store {store_info()}")
-        started = time.monotonic()
-        with anyio.fail_after(a.timeout):
-            await make_sessions(url, a.sessions)
-        took = time.monotonic() - started
-        print(f"{a.sessions} sessions: gateway RSS {rss_mib(proc.pid):6.1f} MiB; store {store_info()} "
-              f"(made in {took:.1f} s)")
-        await anyio.sleep(a.idle + 12)  # the gateway sweeps every 5 s, SQLite every minute at most
-        print(f"after expiry:    gateway RSS {rss_mib(proc.pid):6.1f} MiB; store {store_info()}")
+        for round_ in range(1, a.rounds + 1):
+            started = time.monotonic()
+            with anyio.fail_after(a.timeout):
+                await make_sessions(url, a.sessions)
+            took = time.monotonic() - started
+            print(f"round {round_}, {a.sessions} sessions: gateway RSS {rss_mib(proc.pid):6.1f} MiB; "
+                  f"store {store_info()} (made in {took:.1f} s)")
+            await anyio.sleep(a.idle + 12)  # the gateway sweeps every 5 s, the store at most every minute
+            print(f"round {round_}, after expiry:   gateway RSS {rss_mib(proc.pid):6.1f} MiB; store {store_info()}")
     finally:
         proc.kill()
         if redis:
@@ -113,8 +114,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--codemcp", required=True)
     ap.add_argument("--sessions", type=int, default=10_000)
-    ap.add_argument("--idle", type=int, default=5)
+    ap.add_argument("--idle", type=int, default=60, help="CODEMCP_SESSION_IDLE_SECS: longer than making them takes")
     ap.add_argument("--store", choices=["file", "redis"], default="file")
+    ap.add_argument("--rounds", type=int, default=2, help="make and expire that many batches: growth from one to the next is a leak")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     anyio.run(amain, ap.parse_args())

@@ -10,7 +10,10 @@ makes `--calls` calls that read and change it, passing the handle back as a
 model would. Run 1: every call goes to gateway A. Run 2: each agent's calls
 alternate between A and B (round-robin), so every call loads the state the
 other gateway saved. Prints calls per second, latency percentiles, "session
-busy" and other errors, and checks that every session counted every call.
+busy" and other errors, the CPU time of the gateways (with their workers) and
+of this client, and checks that every session counted every call. On a small
+machine the client's own CPU time bounds the throughput: read the gateways'
+CPU per call.
 Bounded: `--agents` x (`--calls` + 2) calls, and at most `--timeout` seconds a run.
 """
 from __future__ import annotations
@@ -121,19 +124,46 @@ async def agent(urls: list[str], calls: int, stats: Stats) -> None:
                 await client.__aexit__(None, None, None)
 
 
-async def run(label: str, urls: list[str], a: argparse.Namespace) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` and its children that have been waited for."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU time of `pids` and their live children (pool workers)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if int(entry.name) in pids or ppid in pids:
+            total += cpu_seconds(int(entry.name))
+    return total
+
+
+async def run(label: str, urls: list[str], a: argparse.Namespace, pids: list[int]) -> None:
     stats = Stats()
+    cpu_before, client_before = tree_cpu_seconds(pids), time.process_time()
     started = time.perf_counter()
     with anyio.fail_after(a.timeout):
         async with anyio.create_task_group() as tg:
             for _ in range(a.agents):
                 tg.start_soon(agent, urls, a.calls, stats)
     took = time.perf_counter() - started
+    gateway_cpu = tree_cpu_seconds(pids) - cpu_before
+    client_cpu = time.process_time() - client_before
     xs = sorted(stats.latencies)
     q = statistics.quantiles(xs, n=100) if len(xs) > 1 else [0.0] * 99
     print(f"{label:28} {len(xs):6} calls in {took:6.2f} s = {len(xs) / took:7.1f} calls/s; "
           f"ms p50 {q[49]:7.1f} p90 {q[89]:7.1f} p99 {q[98]:7.1f}; "
-          f"busy {stats.busy}, errors {len(stats.errors)}, wrong counts {stats.wrong}")
+          f"busy {stats.busy}, errors {len(stats.errors)}, wrong counts {stats.wrong}; "
+          f"CPU s: gateways {gateway_cpu:.1f} ({gateway_cpu * 1000 / max(len(xs), 1):.2f} ms a call), "
+          f"this client {client_cpu:.1f}")
     for message in stats.errors[:3]:
         print(f"    error: {message}")
 
@@ -151,8 +181,9 @@ async def amain(a: argparse.Namespace) -> None:
     try:
         gateways = [start_gateway(a.codemcp, config, env) for _ in range(2)]
         (_, url_a), (_, url_b) = gateways
-        await run("one gateway (Redis)", [url_a], a)
-        await run("two gateways on one Redis", [url_a, url_b], a)
+        pids = [proc.pid for proc, _ in gateways]
+        await run("one gateway (Redis)", [url_a], a, pids[:1])
+        await run("two gateways on one Redis", [url_a, url_b], a, pids)
     finally:
         for proc, _ in gateways:
             proc.kill()
