@@ -680,7 +680,7 @@ async fn handle_from_another_token_is_refused_like_an_unknown_one() {
 #[tokio::test]
 async fn tampered_snapshot_is_refused_and_the_run_starts_fresh() {
     let state = state_dir();
-    let mut gateway = serve(state.path(), &[]).await;
+    let gateway = serve(state.path(), &[]).await;
     let client = connect(&gateway.url, None).await;
     let first = call(&client, "x = 'precious'", None).await;
     let second = call(&client, "y = 'other'", Some(NEVER_MINTED)).await;
@@ -714,6 +714,11 @@ async fn tampered_snapshot_is_refused_and_the_run_starts_fresh() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x01;
     put(&h, &bytes);
+    // A gateway that still holds the session does not read the store again;
+    // a restarted one (or another replica) must, and refuses the record.
+    gateway.kill9().await;
+    let gateway = serve(state.path(), &[]).await;
+    let client = connect(&gateway.url, None).await;
     let ran = call(&client, "x", Some(&h)).await;
     assert_eq!(ran.error_type(), "NameError", "{}", ran.text);
     assert!(
@@ -729,6 +734,9 @@ async fn tampered_snapshot_is_refused_and_the_run_starts_fresh() {
     // A genuine record moved under another handle is refused as well.
     let genuine = record(&h);
     put(&other, &genuine);
+    gateway.kill9().await;
+    let mut gateway = serve(state.path(), &[]).await;
+    let client = connect(&gateway.url, None).await;
     let ran = call(&client, "[x, y]", Some(&other)).await;
     assert_eq!(ran.error_type(), "NameError", "{}", ran.text);
     assert!(

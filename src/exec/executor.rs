@@ -85,7 +85,9 @@ impl Executor {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
-        let begun = match self.sessions.begin(session, owner, &mut run).await {
+        let engine = &self.engine;
+        let holds = |id, version| engine.holds(id, version);
+        let begun = match self.sessions.begin(session, owner, &mut run, &holds).await {
             Ok(begun) => begun,
             Err(refused) => return refused,
         };

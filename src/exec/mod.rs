@@ -265,6 +265,12 @@ pub trait Engine: Send + Sync + 'static {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> BoxFuture<'_, Execution>;
+    /// Whether this engine holds `session`'s state at `version` now, so a
+    /// run need not load it from the store.
+    fn holds(&self, session: SessionId, version: u64) -> bool {
+        let _ = (session, version);
+        false
+    }
     /// The MCP session ended: drop its state.
     fn end_session(&self, session: SessionId);
     /// Drop sessions that have been idle too long.

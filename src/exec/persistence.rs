@@ -61,11 +61,14 @@ impl Persistence {
     /// Leases and loads the session `given` names (a new one when `None`)
     /// and sets up `run` for it. An unknown, expired or foreign handle is an
     /// error result naming the new session that replaces it.
+    /// `holds(id, version)`: whether the engine has that state already, in
+    /// which case it is not loaded again.
     pub async fn begin(
         &self,
         given: Option<&str>,
         owner: Owner,
         run: &mut Run,
+        holds: &(dyn Fn(SessionId, u64) -> bool + Sync),
     ) -> Result<Begun, Execution> {
         let Some(text) = given else {
             return Ok(self.begin_new(owner, run).await);
@@ -88,6 +91,12 @@ impl Persistence {
             lease,
             warnings: Vec::new(),
         };
+        if let Some(id) = self.held_here(&begun, holds) {
+            begun.id = id;
+            run.version = begun.lease.as_ref().map_or(u64::MAX, |l| l.version() + 1);
+            run.persist = self.snapshots;
+            return Ok(begun);
+        }
         match self.load(&mut begun).await {
             Ok(saved) => {
                 begun.id = self.local_id(&begun.handle, begun.owner);
@@ -102,6 +111,24 @@ impl Persistence {
                 Err(self.gone(begun.owner, run).await)
             }
         }
+    }
+
+    /// The engine id of the session when this gateway ran it last for this
+    /// caller, saved it, and its engine still holds that version: the store's
+    /// copy is the same, so loading (and checking) it again is skipped.
+    fn held_here(
+        &self,
+        begun: &Begun,
+        holds: &(dyn Fn(SessionId, u64) -> bool + Sync),
+    ) -> Option<SessionId> {
+        let stored = begun.lease.as_ref()?.version();
+        let mut local = self.local.lock();
+        let here = local.get_mut(&begun.handle)?;
+        let current = here.owner == begun.owner && !here.unsaved && holds(here.id, stored);
+        current.then(|| {
+            here.last_used = Instant::now();
+            here.id
+        })
     }
 
     /// The saved state to load, `Ok(None)` to go on with what this gateway

@@ -256,6 +256,15 @@ impl Engine for Router {
         Box::pin(self.route(session, run, tools, control))
     }
 
+    fn holds(&self, session: SessionId, version: u64) -> bool {
+        match &self.fallback {
+            Some(fallback) if self.escalated().contains(&session) => {
+                fallback.holds(session, version)
+            }
+            _ => self.monty.holds(session, version),
+        }
+    }
+
     fn end_session(&self, session: SessionId) {
         self.escalated().remove(&session);
         self.assigned().remove(&session);

@@ -100,6 +100,12 @@ impl<S> SessionTable<S> {
         }
     }
 
+    /// Whether `id`'s state is here, idle, and passes `test`.
+    pub fn idle_state_is(&self, id: SessionId, test: impl FnOnce(&S) -> bool) -> bool {
+        let state = self.lock().get(&id).map(|e| e.state.clone());
+        state.is_some_and(|state| state.try_lock().is_ok_and(|guard| test(&guard)))
+    }
+
     pub fn remove(&self, id: SessionId) {
         self.lock().remove(&id);
     }

@@ -625,6 +625,13 @@ impl Engine for MontyEngine {
         Box::pin(MontyEngine::run(self, session, run, tools, control))
     }
 
+    fn holds(&self, session: SessionId, version: u64) -> bool {
+        self.retired().is_none()
+            && self
+                .sessions
+                .idle_state_is(session, |s| s.repl.is_some() && s.version == Some(version))
+    }
+
     /// Forgets a session's state in memory (the store keeps its snapshot).
     fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);

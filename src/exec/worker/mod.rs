@@ -705,6 +705,12 @@ impl Engine for WorkerEngine {
         })
     }
 
+    fn holds(&self, session: SessionId, version: u64) -> bool {
+        self.sessions.idle_state_is(session, |s| {
+            s.worker.is_some() && s.version == Some(version)
+        })
+    }
+
     fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);
     }

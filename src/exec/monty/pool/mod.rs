@@ -357,6 +357,12 @@ impl Engine for PoolEngine {
         Box::pin(PoolEngine::run(self, session, run, tools, control))
     }
 
+    fn holds(&self, session: SessionId, version: u64) -> bool {
+        self.sessions.idle_state_is(session, |s| {
+            s.checkout.is_some() && s.version == Some(version)
+        })
+    }
+
     fn end_session(&self, session: SessionId) {
         self.sessions.remove(session);
     }
