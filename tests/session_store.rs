@@ -31,7 +31,8 @@ macro_rules! battery {
             tests!($kind;
                 round_trip_and_versions, idle_sessions_expire, second_acquire_waits_then_busy,
                 crashed_holders_lease_frees_itself, save_with_lost_lease_is_refused,
-                oversized_snapshot_is_not_saved, removed_session_is_gone, save_load_latency
+                oversized_snapshot_is_not_saved, removed_session_is_gone, save_load_latency,
+                save_and_release_frees_the_lease_whatever_the_save_did
                 $(, $extra)*);
         }
     };
@@ -253,6 +254,55 @@ async fn save_with_lost_lease_is_refused(kind: Kind) {
         f.store.acquire(&h, Duration::ZERO).await,
         Err(StoreError::Busy)
     ));
+}
+
+async fn save_and_release_frees_the_lease_whatever_the_save_did(kind: Kind) {
+    let Some(f) = Fixture::new(kind, limits(60_000, 60_000)).await else {
+        return;
+    };
+    let (h, owner) = (Handle::mint(), Owner::anonymous());
+    let lease = f.store.acquire(&h, Duration::ZERO).await.expect("acquire");
+    let saved = f.store.save_and_release(lease, &owner, snap("one")).await;
+    assert_eq!(saved.expect("saved"), 1);
+    let stored = f.store.load(&h).await.expect("load").expect("stored");
+    assert_eq!((stored.snapshot, stored.version), (snap("one"), 1));
+    // Freed at once: the next run takes the lease without waiting.
+    let next = f.store.acquire(&h, Duration::ZERO).await.expect("free");
+    assert_eq!(next.version(), 1);
+    // Too large: not saved, and still released.
+    let big = Snapshot {
+        kind: SnapshotKind::Monty,
+        payload: vec![7; f.limits.max_snapshot_bytes + 1],
+    };
+    let err = f.store.save_and_release(next, &owner, big).await;
+    assert!(matches!(err, Err(StoreError::TooLarge { .. })), "{err:?}");
+    f.store
+        .acquire(&h, Duration::ZERO)
+        .await
+        .expect("free again");
+
+    // A holder whose lease expired and was taken: refused, and the new
+    // holder's lease stays (a stale release frees nothing of someone else's).
+    let Some(f) = Fixture::new(kind, limits(60_000, 200)).await else {
+        return;
+    };
+    let h = Handle::mint();
+    let slow = f.store.acquire(&h, Duration::ZERO).await.expect("slow");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let next = f.store.acquire(&h, Duration::ZERO).await.expect("next");
+    let mut after = next;
+    f.store
+        .save(&mut after, &owner, snap("next"))
+        .await
+        .expect("next saves");
+    let refused = f.store.save_and_release(slow, &owner, snap("slow")).await;
+    assert!(matches!(refused, Err(StoreError::LeaseLost)), "{refused:?}");
+    assert!(matches!(
+        f.store.acquire(&h, Duration::ZERO).await,
+        Err(StoreError::Busy)
+    ));
+    let stored = f.store.load(&h).await.expect("load").expect("stored");
+    assert_eq!((stored.snapshot, stored.version), (snap("next"), 1));
 }
 
 async fn oversized_snapshot_is_not_saved(kind: Kind) {

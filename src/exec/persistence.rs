@@ -213,24 +213,29 @@ impl Persistence {
             handle,
             id,
             owner,
-            mut lease,
+            lease,
             mut warnings,
         } = begun;
-        let saved = match (execution.snapshot.take(), lease.as_mut()) {
-            (None, _) => match execution.unsaved.take() {
-                Some(why) => {
-                    warnings.push(why);
-                    false
+        let saved = match (execution.snapshot.take(), lease) {
+            (None, held) => {
+                self.release(held).await;
+                match execution.unsaved.take() {
+                    Some(why) => {
+                        warnings.push(why);
+                        false
+                    }
+                    None => true,
                 }
-                None => true,
-            },
-            (Some(snapshot), Some(lease)) => match self.store.save(lease, &owner, snapshot).await {
-                Ok(_) => true,
-                Err(e) => {
-                    warnings.push(not_saved(&e));
-                    false
+            }
+            (Some(snapshot), Some(held)) => {
+                match self.store.save_and_release(held, &owner, snapshot).await {
+                    Ok(_) => true,
+                    Err(e) => {
+                        warnings.push(not_saved(&e));
+                        false
+                    }
                 }
-            },
+            }
             (Some(_), None) => {
                 warnings.push(
                     "the session store was unavailable: this session's state will not persist past this gateway"
@@ -239,7 +244,6 @@ impl Persistence {
                 false
             }
         };
-        self.release(lease).await;
         self.local.lock().insert(
             handle.clone(),
             Local {

@@ -186,6 +186,14 @@ pub trait SessionStore: Send + Sync + 'static {
         owner: &'a Owner,
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// [`save`](Self::save) and [`release`](Self::release) in one round trip
+    /// where the medium allows; the lease is released also when the save fails.
+    fn save_and_release<'a>(
+        &'a self,
+        lease: Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// Frees the handle for the next run (no-op if the lease already expired).
     fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Deletes the session. A run holding it then fails to save.

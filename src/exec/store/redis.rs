@@ -51,6 +51,21 @@ redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1
 ";
 
+/// PUT, then the lease deleted if it is ours (also when the write is refused).
+const PUT_UNLOCK: &str = r"
+local holder = redis.call('GET', KEYS[1])
+local mine = holder == ARGV[1]
+if holder and not mine then return 0 end
+local written = 0
+if (redis.call('HGET', KEYS[2], 'ver') or '0') == ARGV[2] then
+  redis.call('HSET', KEYS[2], 'rec', ARGV[4], 'ver', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  written = 1
+end
+if mine then redis.call('DEL', KEYS[1]) end
+return written
+";
+
 /// Deletes the lease if it is still ours.
 const UNLOCK: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -64,6 +79,7 @@ pub(crate) struct RedisBackend {
     fetch: Script,
     lock: Script,
     put: Script,
+    put_unlock: Script,
     unlock: Script,
 }
 
@@ -110,6 +126,7 @@ impl RedisBackend {
             fetch: Script::new(FETCH),
             lock: Script::new(LOCK),
             put: Script::new(PUT),
+            put_unlock: Script::new(PUT_UNLOCK),
             unlock: Script::new(UNLOCK),
         })
     }
@@ -173,9 +190,15 @@ impl RedisBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        then_unlock: bool,
     ) -> Result<bool, StoreError> {
         let mut conn = self.redis.clone();
-        let mut call = self.put.key(lease_key(handle));
+        let script = if then_unlock {
+            &self.put_unlock
+        } else {
+            &self.put
+        };
+        let mut call = script.key(lease_key(handle));
         call.key(record_key(handle))
             .arg(&token.to_le_bytes()[..])
             .arg(fence.to_string())
@@ -247,7 +270,17 @@ impl Backend for RedisBackend {
         fence: u64,
         record: Vec<u8>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.put_record(handle, token, fence, record).boxed()
+        self.put_record(handle, token, fence, record, false).boxed()
+    }
+
+    fn put_and_unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.put_record(handle, token, fence, record, true).boxed()
     }
 
     fn unlock<'a>(

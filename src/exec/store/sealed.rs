@@ -51,6 +51,22 @@ pub(crate) trait Backend: Send + Sync + 'static {
         fence: u64,
         record: Vec<u8>,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// [`put`](Self::put), then [`unlock`](Self::unlock) (also when the put
+    /// was refused), in one round trip where the medium allows.
+    fn put_and_unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let written = self.put(handle, token, fence, record).await?;
+            self.unlock(handle, token).await?;
+            Ok(written)
+        }
+        .boxed()
+    }
     /// Frees the lease if `token` still holds it.
     fn unlock<'a>(
         &'a self,
@@ -129,14 +145,20 @@ impl<B: Backend> Sealed<B> {
         }
     }
 
+    /// Seals and writes `snapshot`; with `release`, frees the lease in the
+    /// same round trip (also when the save fails).
     async fn save_sealed(
         &self,
         lease: &mut Lease,
         owner: &Owner,
         snapshot: Snapshot,
+        release: bool,
     ) -> Result<u64, StoreError> {
         let max = self.limits.max_snapshot_bytes;
         if snapshot.payload.len() > max {
+            if release {
+                self.backend.unlock(&lease.handle, lease.token).await?;
+            }
             return Err(StoreError::TooLarge {
                 size: snapshot.payload.len(),
                 max,
@@ -144,11 +166,15 @@ impl<B: Backend> Sealed<B> {
         }
         let version = lease.fence + 1;
         let record = seal::seal(&self.key, &lease.handle, owner, version, &snapshot);
-        if !self
-            .backend
-            .put(&lease.handle, lease.token, lease.fence, record)
-            .await?
-        {
+        let (handle, token, fence) = (&lease.handle, lease.token, lease.fence);
+        let written = if release {
+            self.backend
+                .put_and_unlock(handle, token, fence, record)
+                .await?
+        } else {
+            self.backend.put(handle, token, fence, record).await?
+        };
+        if !written {
             tracing::info!(
                 store = self.backend.kind(),
                 handle = lease.handle.short(),
@@ -192,7 +218,16 @@ impl<B: Backend> SessionStore for Sealed<B> {
         owner: &'a Owner,
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        self.save_sealed(lease, owner, snapshot).boxed()
+        self.save_sealed(lease, owner, snapshot, false).boxed()
+    }
+
+    fn save_and_release<'a>(
+        &'a self,
+        mut lease: Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        async move { self.save_sealed(&mut lease, owner, snapshot, true).await }.boxed()
     }
 
     fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>> {

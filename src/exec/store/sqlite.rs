@@ -197,6 +197,13 @@ struct Put {
     record: Vec<u8>,
 }
 
+fn unlock_row(conn: &Connection, handle: &str, token: u128, now: i64) -> rusqlite::Result<()> {
+    let sql = "UPDATE sessions SET lease_token = NULL, lease_until = 0 WHERE handle = :handle AND lease_token = :token";
+    conn.prepare_cached(sql)?
+        .execute(named_params! { ":handle": handle, ":token": token.to_le_bytes() })?;
+    drop_if_dead(conn, handle, now)
+}
+
 fn put_row(conn: &mut Connection, put: &Put, now: i64, idle: i64) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let update = format!(
@@ -311,17 +318,37 @@ impl Backend for SqliteBackend {
         self.blocking(move |conn, now| put_row(conn, &put, now, idle))
     }
 
+    fn put_and_unlock<'a>(
+        &'a self,
+        handle: &'a Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let Ok(fence) = i64::try_from(fence) else {
+            return futures::future::ready(Ok(false)).boxed();
+        };
+        let put = Put {
+            handle: handle.as_str().to_owned(),
+            token,
+            fence,
+            record,
+        };
+        let idle = Self::ms(self.limits.idle);
+        self.blocking(move |conn, now| {
+            let written = put_row(conn, &put, now, idle)?;
+            unlock_row(conn, &put.handle, token, now)?;
+            Ok(written)
+        })
+    }
+
     fn unlock<'a>(
         &'a self,
         handle: &'a Handle,
         token: u128,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let handle = handle.as_str().to_owned();
-        self.blocking(move |conn, now| {
-            let sql = "UPDATE sessions SET lease_token = NULL, lease_until = 0 WHERE handle = :handle AND lease_token = :token";
-            conn.prepare_cached(sql)?.execute(named_params! { ":handle": handle, ":token": token.to_le_bytes() })?;
-            drop_if_dead(conn, &handle, now)
-        })
+        self.blocking(move |conn, now| unlock_row(conn, &handle, token, now))
     }
 
     fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
