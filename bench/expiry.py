@@ -26,7 +26,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from load import start_gateway, start_redis
+from load import start_gateway
+from sessions import start_redis
 
 CODE = "blob = 'x' * 1024\nlen(blob)"
 AT_ONCE = 20

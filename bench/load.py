@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -34,28 +33,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from sessions import start_redis
+
 SETUP = "n = 0\nprofile = {'name': 'Ada', 'tags': ['a', 'b', 'c']}"
 STEP = "n += 1\nn"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_redis(binary: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return proc, f"redis://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("redis-server did not start")
 
 
 def start_gateway(codemcp: str, config: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:

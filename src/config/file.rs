@@ -31,6 +31,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
+use self::entry::Entry;
 use self::fields::{bool_field, kind_of, str_field, str_list_field, str_map_field};
 use super::interpolate::{expand_home, interpolate};
 use super::{ConfigError, jsonc};
@@ -439,86 +440,6 @@ impl<'de> Visitor<'de> for Section<'_> {
     }
 }
 
-/// One server entry: its `"policy"` as [`Rules`], everything else as a `Value`.
-struct Entry {
-    value: Value,
-    policy: Rules,
-}
-
-impl<'de> Deserialize<'de> for Entry {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(EntryVisitor)
-    }
-}
-
-struct EntryVisitor;
-
-impl EntryVisitor {
-    fn plain(value: Value) -> Entry {
-        Entry {
-            value,
-            policy: Rules::default(),
-        }
-    }
-}
-
-impl<'de> Visitor<'de> for EntryVisitor {
-    type Value = Entry;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a server entry")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
-        let mut fields = Map::new();
-        let mut policy = Rules::default();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "policy" {
-                policy = map.next_value::<Option<Rules>>()?.unwrap_or_default();
-            } else {
-                fields.insert(key, map.next_value()?);
-            }
-        }
-        Ok(Entry {
-            value: Value::Object(fields),
-            policy,
-        })
-    }
-
-    // Any other value is kept as it is, for `build` to refuse with a reason.
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Entry, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Self::plain(Value::Array(items)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Entry, E> {
-        Ok(Self::plain(Value::String(v.to_owned())))
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Entry, E> {
-        Ok(Self::plain(Value::Bool(v)))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Entry, E> {
-        Ok(Self::plain(Value::from(v)))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Entry, E> {
-        Ok(Self::plain(Value::from(v)))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Entry, E> {
-        Ok(Self::plain(Value::from(v)))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Entry, E> {
-        Ok(Self::plain(Value::Null))
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Judging one server entry. `Err` is the reason it is skipped.
 
@@ -705,6 +626,7 @@ fn timeout(fields: &Map<String, Value>) -> Result<Option<Duration>, String> {
         .map_err(|_| "\"timeout\" is too large".to_owned())
 }
 
+mod entry;
 mod fields;
 #[cfg(test)]
 mod tests;

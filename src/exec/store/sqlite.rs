@@ -97,6 +97,39 @@ impl SqliteBackend {
         job(&self.conn.lock())
     }
 
+    /// `put`, and with `unlock` the lease freed in the same blocking call.
+    fn write(
+        &self,
+        handle: &Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+        unlock: bool,
+    ) -> BoxFuture<'static, Result<bool, StoreError>> {
+        // A fence past i64 matches no stored version: the write is refused.
+        let fence = i64::try_from(fence).ok();
+        let handle = handle.as_str().to_owned();
+        let idle = Self::ms(self.limits.idle);
+        self.blocking(move |conn, now| {
+            let written = match fence {
+                Some(fence) => {
+                    let put = Put {
+                        handle: handle.clone(),
+                        token,
+                        fence,
+                        record,
+                    };
+                    put_row(conn, &put, now, idle)?
+                }
+                None => false,
+            };
+            if unlock {
+                unlock_row(conn, &handle, token, now)?;
+            }
+            Ok(written)
+        })
+    }
+
     /// Runs `job` on the blocking pool: SQLite calls may wait on the disk or
     /// on another process's lock.
     fn blocking<T: Send + 'static>(
@@ -305,17 +338,7 @@ impl Backend for SqliteBackend {
         fence: u64,
         record: Vec<u8>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let Ok(fence) = i64::try_from(fence) else {
-            return futures::future::ready(Ok(false)).boxed();
-        };
-        let put = Put {
-            handle: handle.as_str().to_owned(),
-            token,
-            fence,
-            record,
-        };
-        let idle = Self::ms(self.limits.idle);
-        self.blocking(move |conn, now| put_row(conn, &put, now, idle))
+        self.write(handle, token, fence, record, false)
     }
 
     fn put_and_unlock<'a>(
@@ -325,21 +348,7 @@ impl Backend for SqliteBackend {
         fence: u64,
         record: Vec<u8>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let Ok(fence) = i64::try_from(fence) else {
-            return futures::future::ready(Ok(false)).boxed();
-        };
-        let put = Put {
-            handle: handle.as_str().to_owned(),
-            token,
-            fence,
-            record,
-        };
-        let idle = Self::ms(self.limits.idle);
-        self.blocking(move |conn, now| {
-            let written = put_row(conn, &put, now, idle)?;
-            unlock_row(conn, &put.handle, token, now)?;
-            Ok(written)
-        })
+        self.write(handle, token, fence, record, true)
     }
 
     fn unlock<'a>(
