@@ -316,6 +316,10 @@ impl Fixture {
     fn servers(&self) -> Value {
         let mut fs = support::filesystem(&self.root());
         fs["env"] = json!({"CORPUS_CONFIG_SECRET": CONFIG_SECRET});
+        // The corpus probes what the tools themselves let through: the
+        // operator allows every tool, including those the server calls
+        // destructive (which would otherwise be `ask`).
+        fs["policy"] = json!({"*": "allow"});
         json!({"fs": fs, "odd": support::odd(json!({}))})
     }
 
