@@ -13,7 +13,7 @@ use codemcp::exec::store::Owner;
 use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
-use codemcp::server::{Gateway, GatewayState};
+use codemcp::server::{Asker, Caller, Gateway, GatewayState};
 use codemcp::upstream::{Catalog, UpstreamLimits};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -40,5 +40,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
     let (runtime, gateway) = world();
     let arguments = value.as_object().cloned();
-    let _ = runtime.block_on(gateway.execute(arguments.as_ref(), Owner::anonymous(), RunControl::default()));
+    let caller = Caller { owner: Owner::anonymous(), lasting: true, asker: Asker::Nobody };
+    let _ = runtime.block_on(gateway.execute(arguments.as_ref(), caller, RunControl::default()));
 });

@@ -67,8 +67,6 @@ struct Tool {
     input: Schema,
     output: Option<Schema>,
     read_only: bool,
-    destructive: false,
-    policy: codemcp::policy::Decision::Allow,
 }
 
 fuzz_target!(|tools: Vec<Tool>| {
