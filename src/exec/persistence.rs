@@ -302,12 +302,13 @@ impl Persistence {
     }
 
     /// Stops holding `handle` in this gateway's memory once its state is
-    /// safely stored; returns its engine id to end. An unsaved session is
-    /// kept until it expires: the store does not have its latest state.
+    /// safely stored; returns its engine id to end. An unsaved session, and
+    /// any session of a store that takes no snapshots (memory), is kept until
+    /// it expires: the store does not have its latest state.
     pub fn forget(&self, handle: &str) -> Option<SessionId> {
         let handle = Handle::parse(handle)?;
         let mut local = self.local.lock();
-        let saved = local.get(&handle).is_some_and(|l| !l.unsaved);
+        let saved = self.snapshots && local.get(&handle).is_some_and(|l| !l.unsaved);
         saved.then(|| local.remove(&handle).map(|l| l.id)).flatten()
     }
 
