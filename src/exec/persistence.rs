@@ -113,9 +113,10 @@ impl Persistence {
         }
     }
 
-    /// The engine id of the session when this gateway ran it last for this
-    /// caller, saved it, and its engine still holds that version: the store's
-    /// copy is the same, so loading (and checking) it again is skipped.
+    /// The engine id of the session when this gateway knows it for this
+    /// caller and there is nothing to load: the store has no record of it
+    /// (version 0: new, or never saved), or this gateway saved it last and its
+    /// engine still holds that version. Loading and checking it is skipped.
     fn held_here(
         &self,
         begun: &Begun,
@@ -124,7 +125,8 @@ impl Persistence {
         let stored = begun.lease.as_ref()?.version();
         let mut local = self.local.lock();
         let here = local.get_mut(&begun.handle)?;
-        let current = here.owner == begun.owner && !here.unsaved && holds(here.id, stored);
+        let current =
+            here.owner == begun.owner && (stored == 0 || (!here.unsaved && holds(here.id, stored)));
         current.then(|| {
             here.last_used = Instant::now();
             here.id
