@@ -1,7 +1,7 @@
 //! The `codemcp` command line.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -16,7 +16,10 @@ use crate::exec::store::Owner;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
 use crate::policy::Decision;
-use crate::server::{self, Authority, CallContext, GatewayState, GuardedTools, HttpAccess};
+use crate::principals::{self, Principals};
+use crate::server::{
+    self, Authority, CallContext, GatewayState, GuardedTools, HttpAccess, Identity,
+};
 use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
@@ -54,6 +57,21 @@ pub enum Command {
     Sdk,
     /// Report each upstream (connected, tools, handshake time) and the engines
     Check,
+    /// Manage the principals of a shared HTTP gateway (the CODEMCP_HTTP_TOKENS file)
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenAction {
+    /// Add principal NAME with a new random token; the token is printed once, only its hash is kept
+    Add { name: String },
+    /// Remove principal NAME (its token stops working within a second)
+    Remove { name: String },
+    /// List the principals
+    List,
 }
 
 /// Parses the command line, runs it, and maps failures to an exit code.
@@ -92,6 +110,9 @@ fn bad_env(err: &clap::Error) -> Option<ConfigError> {
 
 async fn run(cli: Cli) -> Result<ExitCode, String> {
     let settings = cli.settings;
+    if let Some(Command::Token { action }) = &cli.command {
+        return tokens(action, settings.http.http_tokens.as_deref());
+    }
     let path = config::resolve_path(cli.config.as_deref());
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
     let limits = UpstreamLimits {
@@ -131,6 +152,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 allowed_hosts: settings.http.allowed_hosts.clone(),
                 allowed_origins: settings.http.allowed_origins.clone(),
                 token: settings.http.http_token.clone(),
+                principals: load_principals(&settings, &shared.catalog)?,
             };
             let shutdown = CancellationToken::new();
             let stop = shutdown.clone();
@@ -164,6 +186,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("{}", sdk.stub());
         }
         Command::Check => check(&catalog, &settings, &path).await,
+        Command::Token { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -177,7 +200,11 @@ async fn exec_once(
 ) -> ExitCode {
     // The same policy as for an agent; nobody can be asked, so `ask` is denied.
     let context = CallContext {
-        principal: "cli".to_owned(),
+        identity: Identity {
+            owner: Owner::anonymous(),
+            label: "cli".to_owned(),
+            principal: None,
+        },
         session: None,
         asker: server::Asker::Nobody,
         grants: Default::default(),
@@ -364,4 +391,59 @@ mod tests {
         assert_eq!(cli.settings.cpython.fallback, Fallback::Host);
         assert_eq!(parse(&["codemcp"]).settings, Settings::default());
     }
+}
+
+/// `codemcp token …`: edits the principals file (`CODEMCP_HTTP_TOKENS`, else
+/// the default path next to the config file).
+fn tokens(action: &TokenAction, configured: Option<&Path>) -> Result<ExitCode, String> {
+    let path = configured
+        .map(Path::to_path_buf)
+        .or_else(principals::default_path)
+        .ok_or("set CODEMCP_HTTP_TOKENS to the principals file's path")?;
+    match action {
+        TokenAction::Add { name } => {
+            let token = principals::add_token(&path, name).map_err(|e| e.to_string())?;
+            println!("{token}");
+            eprintln!(
+                "codemcp: added principal '{name}' to {}; the token above is shown only this once. \
+                 Serve with CODEMCP_HTTP_TOKENS={} and have the client send 'Authorization: Bearer <token>'.",
+                path.display(),
+                path.display()
+            );
+        }
+        TokenAction::Remove { name } => {
+            principals::remove_token(&path, name).map_err(|e| e.to_string())?;
+            eprintln!(
+                "codemcp: removed principal '{name}' from {}",
+                path.display()
+            );
+        }
+        TokenAction::List => {
+            let loaded = Principals::load(&path).map_err(|e| e.to_string())?;
+            for name in loaded.names() {
+                println!("{name}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The principals file of `serve --http`, if one is set; a policy override
+/// naming a server the gateway does not have is worth a warning (a typo).
+fn load_principals(
+    settings: &Settings,
+    catalog: &Catalog,
+) -> Result<Option<Arc<Principals>>, String> {
+    let Some(path) = settings.http.http_tokens.as_deref() else {
+        return Ok(None);
+    };
+    let loaded = Principals::load(path).map_err(|e| e.to_string())?;
+    let servers: Vec<String> = catalog.statuses().into_iter().map(|s| s.name).collect();
+    for name in loaded.names() {
+        for server in loaded.unknown_servers(&name, &servers) {
+            tracing::warn!(target: "codemcp::config", principal = %name, %server, "a principal's policy names a server the gateway does not have");
+        }
+    }
+    tracing::info!(target: "codemcp::server", path = %path.display(), principals = loaded.names().len(), "principals loaded");
+    Ok(Some(Arc::new(loaded)))
 }

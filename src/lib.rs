@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod exec;
 pub mod policy;
+pub mod principals;
 pub mod process;
 pub mod sdk;
 pub mod secret;

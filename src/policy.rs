@@ -153,6 +153,33 @@ impl Rules {
     }
 }
 
+/// One principal's rules over the operator's, by server name: a rule that
+/// matches decides, else the server's own policy does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Overrides {
+    servers: std::collections::BTreeMap<String, Rules>,
+}
+
+impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        self.servers.values().all(Rules::is_empty)
+    }
+
+    /// `server.tool`'s decision for this principal, given the operator's.
+    pub fn apply(&self, server: &str, tool: &str, operator: Decision) -> Decision {
+        self.servers
+            .get(server)
+            .and_then(|rules| rules.decide(tool))
+            .unwrap_or(operator)
+    }
+
+    /// The servers named, to warn about ones the gateway does not have.
+    pub fn servers(&self) -> impl Iterator<Item = &str> {
+        self.servers.keys().map(String::as_str)
+    }
+}
+
 /// What the server's annotations say, when no rule matched: read-only tools
 /// are allowed, tools that declare themselves destructive are asked about,
 /// and every other tool gets `default` (the spec's own defaults would call
@@ -273,6 +300,18 @@ mod tests {
         assert_eq!(r.decide("read_text"), Some(Decision::Allow));
         assert_eq!(r.decide("delete"), Some(Decision::Deny));
         assert_eq!(rules(&[]).decide("x"), None);
+    }
+
+    #[test]
+    fn a_principals_override_wins_only_where_it_matches() {
+        let o: Overrides =
+            serde_json::from_str(r#"{"fs": {"write_*": "deny", "read_file": "allow"}}"#).unwrap();
+        assert_eq!(o.apply("fs", "write_file", Decision::Allow), Decision::Deny);
+        assert_eq!(o.apply("fs", "read_file", Decision::Deny), Decision::Allow);
+        assert_eq!(o.apply("fs", "list", Decision::Ask), Decision::Ask);
+        assert_eq!(o.apply("git", "write_x", Decision::Allow), Decision::Allow);
+        assert!(!o.is_empty());
+        assert!(Overrides::default().is_empty());
     }
 
     #[test]

@@ -9,11 +9,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use codemcp::config::{OutputFormat, UpstreamConfig};
-use codemcp::exec::store::Owner;
 use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
-use codemcp::server::{Asker, Caller, Gateway, GatewayState};
+use codemcp::server::{Asker, Caller, Gateway, GatewayState, Identity};
 use codemcp::upstream::{Catalog, UpstreamLimits};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -40,6 +39,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
     let (runtime, gateway) = world();
     let arguments = value.as_object().cloned();
-    let caller = Caller { owner: Owner::anonymous(), lasting: true, asker: Asker::Nobody };
+    let caller = Caller { identity: Identity::of_token(None), lasting: true, asker: Asker::Nobody };
     let _ = runtime.block_on(gateway.execute(arguments.as_ref(), caller, RunControl::default()));
 });

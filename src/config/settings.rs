@@ -295,6 +295,12 @@ pub struct HttpSettings {
     #[arg(default_value = "", hide_default_value = true)]
     #[arg(global = true, value_parser = Lenient::untrimmed(token))]
     pub http_token: std::option::Option<String>,
+    /// A principals file (`codemcp token add NAME` writes one): each bearer
+    /// token is one principal with its own policy overrides and sessions.
+    #[arg(long = "http-tokens", env = "CODEMCP_HTTP_TOKENS")]
+    #[arg(value_name = "PATH", default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::new(path))]
+    pub http_tokens: std::option::Option<PathBuf>,
     /// Accepted `Host` header names, comma separated, lower-cased.
     #[arg(long = "allowed-hosts", env = "CODEMCP_ALLOWED_HOSTS")]
     #[arg(value_name = "HOSTS", default_value = "localhost,127.0.0.1,::1")]
@@ -316,6 +322,7 @@ impl fmt::Debug for HttpSettings {
                 "http_token",
                 &self.http_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("http_tokens", &self.http_tokens)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .finish()

@@ -91,7 +91,7 @@ impl GrantBook {
 
 /// Who runs, where, and how to reach the human who may approve.
 pub struct CallContext {
-    pub principal: String,
+    pub identity: super::Identity,
     pub session: Option<String>,
     pub asker: Asker,
     pub grants: Grants,
@@ -148,7 +148,7 @@ struct Call {
 
 impl ToolHost for GuardedTools {
     fn sdk(&self) -> Arc<Sdk> {
-        self.catalog.sdk()
+        self.context.identity.sdk(&self.catalog)
     }
 
     fn call_tool(
@@ -173,7 +173,8 @@ impl ToolHost for GuardedTools {
 
 impl Call {
     async fn run(self) -> Result<Value, ToolFailure> {
-        let decision = match self.catalog.policy(&self.server, &self.tool) {
+        let identity = &self.context.identity;
+        let decision = match identity.policy(&self.catalog, &self.server, &self.tool) {
             Some(Decision::Allow) => "allow",
             Some(Decision::Ask) => match self.approval().await {
                 Ok(()) => "approved",
@@ -218,7 +219,7 @@ impl Call {
 
     fn record(&self, decision: &str, outcome: &str, took: Duration, result_bytes: usize) {
         self.authority.audit.record(&AuditEntry {
-            principal: &self.context.principal,
+            principal: &self.context.identity.label,
             session: self.context.session.as_deref(),
             engine: self.engine,
             server: &self.server,

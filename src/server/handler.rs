@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools};
 use super::http_sessions::HttpSessions;
+use super::identity::Identity;
 use super::pending::PausedRuns;
 
 mod detached;
@@ -193,11 +194,11 @@ impl Gateway {
         self.session.closing.clone()
     }
 
-    fn tool(&self) -> Tool {
-        let description = self
-            .shared
-            .catalog
-            .sdk()
+    /// `execute_python` as `identity` sees it: its description lists only
+    /// the tools that caller may use.
+    fn tool(&self, identity: &Identity) -> Tool {
+        let description = identity
+            .sdk(&self.shared.catalog)
             .description(self.shared.description_budget);
         Tool::new(TOOL_NAME, description, input_schema())
     }
@@ -225,7 +226,7 @@ impl Gateway {
         control: RunControl,
     ) -> Execution {
         let executor = &self.shared.executor;
-        let owner = caller.owner;
+        let owner = caller.identity.owner;
         let implicit = caller.lasting && request.session.is_none();
         if implicit {
             request.session = Some(self.session.implicit(executor, owner));
@@ -235,10 +236,9 @@ impl Gateway {
             .session
             .get_or_insert_with(|| executor.new_session(owner))
             .clone();
-        let principal = owner.label();
         let context = CallContext {
-            grants: self.shared.grants.of(&principal, &session),
-            principal,
+            grants: self.shared.grants.of(&caller.identity.label, &session),
+            identity: caller.identity,
             session: Some(session),
             asker: caller.asker,
         };
@@ -268,7 +268,7 @@ impl Gateway {
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-        owner: Owner,
+        identity: Identity,
     ) -> CallToolResult {
         let cancel = self.session.closing.child_token();
         let http_ended = self
@@ -294,7 +294,7 @@ impl Gateway {
             Asker::Nobody
         };
         let caller = Caller {
-            owner,
+            identity,
             lasting: true,
             asker,
         };
@@ -355,10 +355,9 @@ fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, R
     })
 }
 
-/// The bearer token the HTTP request presented, if any (stdio has none).
 /// Who makes an `execute_python` call.
 pub struct Caller {
-    pub owner: Owner,
+    pub identity: Identity,
     /// The call belongs to an MCP session that outlives it (stdio,
     /// `Mcp-Session-Id`), whose own Python session runs calls naming none.
     pub lasting: bool,
@@ -383,19 +382,6 @@ fn in_lasting_session(context: &RequestContext<RoleServer>) -> bool {
         .extensions
         .get::<http::request::Parts>()
         .is_none_or(|parts| parts.headers.contains_key("mcp-session-id"))
-}
-
-fn bearer_token(context: &RequestContext<RoleServer>) -> Option<&str> {
-    let parts = context.extensions.get::<http::request::Parts>()?;
-    let value = parts
-        .headers
-        .get(http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
-        .map(str::trim)
 }
 
 fn tool_result(execution: &Execution, output: OutputFormat) -> CallToolResult {
@@ -440,13 +426,15 @@ impl ServerHandler for Gateway {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        let identity = Identity::of_request(&context);
+        Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == TOOL_NAME).then(|| self.tool())
+        // No request here to say who asks; the schema is everyone's.
+        (name == TOOL_NAME).then(|| self.tool(&Identity::of_token(None)))
     }
 
     async fn call_tool(
@@ -463,15 +451,16 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let owner = Owner::of_token(bearer_token(&context));
+        let identity = Identity::of_request(&context);
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.as_ref();
+            let owner = identity.owner;
             return Ok(self.resume(state, responses, owner, &context.ct).await);
         }
         if in_lasting_session(&context) {
-            Ok(self.run_attached(request, &context, owner).await.into())
+            Ok(self.run_attached(request, &context, identity).await.into())
         } else {
-            Ok(self.run_detached(request, &context, owner).await)
+            Ok(self.run_detached(request, &context, identity).await)
         }
     }
 
@@ -491,7 +480,7 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != SDK_URI {
             return Err(ErrorData::resource_not_found(
@@ -499,7 +488,9 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let stub = self.shared.catalog.sdk().stub();
+        let stub = Identity::of_request(&context)
+            .sdk(&self.shared.catalog)
+            .stub();
         let contents = ResourceContents::text(stub, SDK_URI).with_mime_type("text/x-python");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }

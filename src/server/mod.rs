@@ -3,6 +3,7 @@
 mod guarded;
 mod handler;
 mod http_sessions;
+mod identity;
 mod pending;
 mod render;
 mod stdin;
@@ -12,15 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 pub use self::guarded::{Asker, Authority, CallContext, GuardedTools};
 pub use self::handler::{Caller, Gateway, GatewayState, SDK_URI, TOOL_NAME};
+pub use self::identity::Identity;
 pub use self::render::{render, render_text};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +34,8 @@ pub enum ServerError {
         source: std::io::Error,
     },
     #[error(
-        "refusing to serve on non-loopback address {0} without a bearer token: set CODEMCP_HTTP_TOKEN \
+        "refusing to serve on non-loopback address {0} without a bearer token: set CODEMCP_HTTP_TOKEN, \
+         or CODEMCP_HTTP_TOKENS to a file of principals (codemcp token add NAME) \
          (clients then send 'Authorization: Bearer <token>')"
     )]
     TokenRequired(SocketAddr),
@@ -66,6 +67,8 @@ pub struct HttpAccess {
     pub allowed_origins: Vec<String>,
     /// Required as `Authorization: Bearer <token>` when set.
     pub token: Option<String>,
+    /// Principals, each with its own token (`CODEMCP_HTTP_TOKENS`).
+    pub principals: Option<Arc<crate::principals::Principals>>,
 }
 
 /// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
@@ -75,7 +78,11 @@ pub async fn serve_http(
     access: HttpAccess,
     shutdown: CancellationToken,
 ) -> Result<(), ServerError> {
-    if !addr.ip().is_loopback() && access.token.is_none() {
+    let authenticator = Arc::new(identity::Authenticator {
+        token: access.token.clone().map(Into::into),
+        principals: access.principals.clone(),
+    });
+    if !addr.ip().is_loopback() && authenticator.is_open() {
         return Err(ServerError::TokenRequired(addr));
     }
     let origins = if access.allowed_origins.is_empty() {
@@ -97,13 +104,9 @@ pub async fn serve_http(
         config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);
-    if let Some(token) = access.token {
-        let token: Arc<str> = token.into();
+    if !authenticator.is_open() {
         app = app.layer(axum::middleware::from_fn(
-            move |request: Request, next: Next| {
-                let token = token.clone();
-                async move { require_bearer(&token, request, next).await }
-            },
+            move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
     }
     let listener = tokio::net::TcpListener::bind(addr)
@@ -135,28 +138,6 @@ fn origins_for(hosts: &[String]) -> Vec<String> {
             ]
         })
         .collect()
-}
-
-async fn require_bearer(token: &str, request: Request, next: Next) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match presented {
-        Some(p) if crate::secret::constant_time_eq(p.as_bytes(), token.as_bytes()) => {
-            next.run(request).await
-        }
-        _ => {
-            tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
-            (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or invalid bearer token",
-            )
-                .into_response()
-        }
-    }
 }
 
 #[cfg(test)]

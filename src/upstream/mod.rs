@@ -23,7 +23,7 @@ use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
 use self::connection::{Backoff, Client};
 use crate::config::{ServerConfig, SkippedServer, UpstreamConfig};
 use crate::exec::{ToolFailure, ToolHost};
-use crate::policy::{self, Decision};
+use crate::policy::{self, Decision, Overrides};
 use crate::sdk::Sdk;
 use crate::tooldef::ToolDef;
 
@@ -114,6 +114,8 @@ struct Inner {
     upstreams: BTreeMap<String, Upstream>,
     skipped: Vec<SkippedServer>,
     sdk: RwLock<Arc<Sdk>>,
+    /// Counts SDK rebuilds, so views built from an older catalog are redone.
+    generation: std::sync::atomic::AtomicU64,
     changed: broadcast::Sender<()>,
     tool_timeout: Duration,
     /// Largest message an upstream may send (`CODEMCP_MAX_TOOL_RESULT_BYTES`).
@@ -185,6 +187,7 @@ impl Catalog {
                 upstreams,
                 skipped: config.skipped.clone(),
                 sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
+                generation: std::sync::atomic::AtomicU64::new(0),
                 changed: broadcast::channel(16).0,
                 tool_timeout: limits.tool_timeout,
                 max_message: limits.max_message,
@@ -209,6 +212,41 @@ impl Catalog {
     /// The SDK for the tools known right now.
     pub fn sdk(&self) -> Arc<Sdk> {
         self.inner.current_sdk()
+    }
+
+    /// Which build of the SDK [`Catalog::sdk`] returns now.
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .generation
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The SDK as one principal sees it: their overrides decide which tools
+    /// are denied (and so do not exist for them).
+    pub fn sdk_with(&self, overrides: &Overrides) -> Arc<Sdk> {
+        if overrides.is_empty() {
+            return self.sdk();
+        }
+        let tools: Vec<ToolDef> = self
+            .inner
+            .upstreams
+            .iter()
+            .flat_map(|(server, u)| {
+                let mut tools = read(&u.tools).clone();
+                for tool in &mut tools {
+                    tool.policy = overrides.apply(server, &tool.name, tool.policy);
+                }
+                tools
+            })
+            .filter(|t| t.policy != Decision::Deny)
+            .collect();
+        Arc::new(Sdk::build(&tools))
+    }
+
+    /// The policy of `server`'s `tool` for a principal with `overrides`.
+    pub fn policy_with(&self, overrides: &Overrides, server: &str, tool: &str) -> Option<Decision> {
+        let operator = self.policy(server, tool)?;
+        Some(overrides.apply(server, tool, operator))
     }
 
     /// Fires whenever the SDK changed (an upstream's tool list changed).
@@ -471,6 +509,8 @@ impl Inner {
             .collect();
         let sdk = Arc::new(Sdk::build(&tools));
         *write(&self.sdk) = sdk;
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let _ = self.changed.send(());
     }
 }

@@ -282,7 +282,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 35] = [
+const VARIABLES: [&str; 36] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
     "CODEMCP_MAX_OUTPUT_BYTES",
@@ -297,6 +297,7 @@ const VARIABLES: [&str; 35] = [
     "CODEMCP_MAX_SESSIONS",
     "CODEMCP_DESCRIPTION_BUDGET",
     "CODEMCP_HTTP_TOKEN",
+    "CODEMCP_HTTP_TOKENS",
     "CODEMCP_ALLOWED_HOSTS",
     "CODEMCP_ALLOWED_ORIGINS",
     "CODEMCP_MONTY",

@@ -73,6 +73,15 @@ impl Owner {
         }))
     }
 
+    /// A principal of `CODEMCP_HTTP_TOKENS`, by name: its sessions stay its
+    /// own when its token is replaced.
+    pub fn of_principal(name: &str) -> Self {
+        let mut hash = Sha256::new();
+        hash.update(b"codemcp principal owner v1\0");
+        hash.update(name.as_bytes());
+        Self(Some(hash.finalize().into()))
+    }
+
     pub fn anonymous() -> Self {
         Self(None)
     }
@@ -187,6 +196,9 @@ mod tests {
         assert_ne!(a, Owner::of_token(Some("other-token")));
         assert_ne!(a, Owner::anonymous());
         assert_eq!(Owner::of_token(None), Owner::anonymous());
+        // A principal named like a token is not that token's owner.
+        assert_ne!(Owner::of_principal("secret-token"), a);
+        assert_ne!(Owner::of_principal("alice"), Owner::of_principal("bob"));
         assert!(!format!("{a:?}").contains("secret"));
     }
 }

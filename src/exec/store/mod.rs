@@ -62,6 +62,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+pub(crate) use self::handle::random_bytes;
 pub use self::handle::{Handle, Owner};
 pub use self::key::{SealKey, state_dir};
 pub use self::seal::Reason;

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::super::guarded::{Asker, RunEvent};
+use super::super::identity::Identity;
 use super::super::pending::Waiting;
 use super::{Caller, Gateway, progress_observer};
 use crate::exec::RunControl;
@@ -27,8 +28,9 @@ impl Gateway {
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-        owner: Owner,
+        identity: Identity,
     ) -> CallToolResponse {
+        let owner = identity.owner;
         let (events_tx, events) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
         let control = RunControl {
@@ -41,7 +43,7 @@ impl Gateway {
             Asker::Nobody
         };
         let caller = Caller {
-            owner,
+            identity,
             lasting: false,
             asker,
         };
