@@ -354,45 +354,6 @@ async fn worker_binary_runs(binary: &std::path::Path) -> Result<(), String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::{CommandFactory, FromArgMatches};
-
-    use super::*;
-
-    /// Parses `args` with the environment ignored.
-    fn parse(args: &[&str]) -> Cli {
-        let matches = Cli::command()
-            .mut_args(|arg| arg.env(None))
-            .try_get_matches_from(args)
-            .unwrap_or_else(|err| panic!("{args:?}: {err}"));
-        Cli::from_arg_matches(&matches).expect("matches fit Cli")
-    }
-
-    #[test]
-    fn the_command_line_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn settings_flags_go_before_or_after_the_subcommand() {
-        let cli = parse(&[
-            "codemcp",
-            "--max-tool-calls=7",
-            "exec",
-            "--max-sessions",
-            "3",
-            "print(1)",
-        ]);
-        assert_eq!(cli.settings.limits.max_tool_calls, 7);
-        assert_eq!(cli.settings.sessions.max_sessions, 3);
-        assert!(matches!(cli.command, Some(Command::Exec { code }) if code == "print(1)"));
-        let cli = parse(&["codemcp", "serve", "--fallback", "HOST"]);
-        assert_eq!(cli.settings.cpython.fallback, Fallback::Host);
-        assert_eq!(parse(&["codemcp"]).settings, Settings::default());
-    }
-}
-
 /// `codemcp token …`: edits the principals file (`CODEMCP_HTTP_TOKENS`, else
 /// the default path next to the config file).
 fn tokens(action: &TokenAction, configured: Option<&Path>) -> Result<ExitCode, String> {
@@ -446,4 +407,43 @@ fn load_principals(
     }
     tracing::info!(target: "codemcp::server", path = %path.display(), principals = loaded.names().len(), "principals loaded");
     Ok(Some(Arc::new(loaded)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+
+    /// Parses `args` with the environment ignored.
+    fn parse(args: &[&str]) -> Cli {
+        let matches = Cli::command()
+            .mut_args(|arg| arg.env(None))
+            .try_get_matches_from(args)
+            .unwrap_or_else(|err| panic!("{args:?}: {err}"));
+        Cli::from_arg_matches(&matches).expect("matches fit Cli")
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn settings_flags_go_before_or_after_the_subcommand() {
+        let cli = parse(&[
+            "codemcp",
+            "--max-tool-calls=7",
+            "exec",
+            "--max-sessions",
+            "3",
+            "print(1)",
+        ]);
+        assert_eq!(cli.settings.limits.max_tool_calls, 7);
+        assert_eq!(cli.settings.sessions.max_sessions, 3);
+        assert!(matches!(cli.command, Some(Command::Exec { code }) if code == "print(1)"));
+        let cli = parse(&["codemcp", "serve", "--fallback", "HOST"]);
+        assert_eq!(cli.settings.cpython.fallback, Fallback::Host);
+        assert_eq!(parse(&["codemcp"]).settings, Settings::default());
+    }
 }
