@@ -199,16 +199,12 @@ async fn exec_once(
     output: OutputFormat,
 ) -> ExitCode {
     // The same policy as for an agent; nobody can be asked, so `ask` is denied.
-    let context = CallContext {
-        identity: Identity {
-            owner: Owner::anonymous(),
-            label: "cli".to_owned(),
-            principal: None,
-        },
-        session: None,
-        asker: server::Asker::Nobody,
-        grants: Default::default(),
+    let identity = Identity {
+        owner: Owner::anonymous(),
+        label: "cli".to_owned(),
+        principal: None,
     };
+    let context = CallContext::new(identity, None, server::Asker::Nobody, Default::default());
     let host: Arc<dyn ToolHost> =
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
     let request = RunRequest {

@@ -290,3 +290,88 @@ async fn a_denied_tool_does_not_exist_for_the_agent() {
         "the stub says write_file asks"
     );
 }
+
+#[tokio::test]
+async fn an_approval_answered_on_the_other_replica_resumes_the_run_there() {
+    let Some(redis) = support::redis::Redis::start_or_skip() else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("root");
+    let mut server = filesystem(root.path());
+    server["policy"] = json!({"write_file": "ask"});
+    let store = redis.url();
+    let key = "k".repeat(40);
+    // One gateway runs Monty in worker processes, the other in-process: a
+    // parked run moves between placements as well as between gateways.
+    let mut gateways = Vec::new();
+    for placement in ["pool", "inprocess"] {
+        let env = [
+            ("CODEMCP_SESSION_STORE", store.as_str()),
+            ("CODEMCP_SESSION_KEY", key.as_str()),
+            ("CODEMCP_MONTY", placement),
+        ];
+        gateways.push(start_http(json!({"fs": server.clone()}), &env).await);
+    }
+    let path = |name: &str| root.path().join(name).to_str().expect("utf-8").to_owned();
+    let code = format!(
+        "n = 1\nprint('one')\nfs_write_file(path={:?}, content='a')\nn += 1\nprint('two')\n\
+         fs_write_file(path={:?}, content='b')\nn += 1\nn",
+        path("a.txt"),
+        path("b.txt")
+    );
+    let output = Command::new(python2())
+        .arg(repo().join("tests/clients/approve.py"))
+        .arg(&gateways[0].url)
+        .args(["--also", &gateways[1].url, "--mode", "auto"])
+        .args(["--answers", r#"["accept", "accept"]"#])
+        .args(["--calls", &json!([code]).to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(90), output)
+        .await
+        .expect("approve.py finishes within 90 s")
+        .expect("run approve.py");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+
+    // Each answer went to the other gateway than the question came from.
+    let calls: Vec<&Value> = report["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .filter(|r| r["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 3, "a call and two retries: {report}");
+    assert_eq!(calls[0]["retry"], false, "{report}");
+    assert!(
+        calls[1]["retry"] == true && calls[2]["retry"] == true,
+        "{report}"
+    );
+    assert_ne!(calls[0]["to"], calls[1]["to"], "{report}");
+    assert_ne!(calls[1]["to"], calls[2]["to"], "{report}");
+
+    // Nothing ran twice, and both writes happened once each.
+    let result = &report["results"][0]["structuredContent"];
+    assert_eq!(result["result"], 3, "{report}");
+    assert_eq!(result["stdout"], "one\ntwo\n", "{report}");
+    assert_eq!(result["tool_calls"], 2, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("a.txt"))
+            .ok()
+            .as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("b.txt"))
+            .ok()
+            .as_deref(),
+        Some("b")
+    );
+}

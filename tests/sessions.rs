@@ -17,6 +17,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use support::redis::Redis;
 use support::{HttpClient, Ran, Setup, bin, monty_bin, python1, python2, repo, unpack};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -299,71 +300,6 @@ fn normalized(ran: &Ran, handles: &[&str]) -> (Value, String) {
 const NEVER_MINTED: &str = "AAAAAAAAAAAAAAAAAAAAAA";
 
 // ---------------------------------------------------------------- redis
-
-/// A `redis-server` of our own on a free loopback port, no persistence,
-/// stopped on drop.
-struct Redis {
-    port: u16,
-    child: Option<std::process::Child>,
-}
-
-impl Redis {
-    /// `None` (with a SKIPPED line) when redis-server is missing, unless `CI=true`.
-    fn start_or_skip() -> Option<Self> {
-        let present = std::process::Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !present {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true requires redis-server on PATH"
-            );
-            eprintln!("SKIPPED: redis-server not found (apt-get install redis-server)");
-            return None;
-        }
-        let mut redis = Self {
-            port: support::free_port(),
-            child: None,
-        };
-        redis.start();
-        Some(redis)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn start(&mut self) {
-        let port = self.port.to_string();
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port, "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server never listened");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 /// Two gateways (pool placement) sharing one Redis and one key.
 async fn two_on_redis(redis: &Redis, state: &Path) -> (Gateway, Gateway) {

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::persistence::Persistence;
+use super::persistence::{Begun, Persistence};
 use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
-use super::{Engine, ErrorKind, Execution, Run, RunControl, RunError, RunRequest, ToolHost};
+use super::{
+    Engine, ErrorKind, Execution, Parked, Run, RunControl, RunError, RunRequest, ToolHost,
+};
 
 /// The checks made before any engine sees a run.
 #[derive(Debug, Clone, Copy)]
@@ -91,8 +93,81 @@ impl Executor {
             Ok(begun) => begun,
             Err(refused) => return refused,
         };
+        self.run_begun(begun, run, tools, control, None).await
+    }
+
+    /// Runs `run` in its leased session (`resumed`: the parked run it goes
+    /// on with), then saves the session, or parks the run again.
+    async fn run_begun(
+        &self,
+        begun: Begun,
+        run: Run,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+        resumed: Option<&Parked>,
+    ) -> Execution {
+        let (code, wall) = (run.code.clone(), run.wall);
         let mut execution = self.engine.run(begun.id, run, tools, control).await;
-        self.sessions.finish(begun, &mut execution).await;
+        if let Some(parked) = resumed {
+            // Its output and calls before it parked come first; the call it
+            // parked at was counted then and again on resuming.
+            execution.stdout.insert_str(0, &parked.stdout);
+            execution.tool_calls += parked.tool_calls.saturating_sub(1);
+        }
+        if execution.parked.is_some() {
+            self.sessions.park(begun, &code, wall, &mut execution).await;
+        } else {
+            self.sessions.finish(begun, &mut execution).await;
+        }
+        execution
+    }
+
+    /// Whether runs may park at a call that waits for the user, to be
+    /// resumed by any gateway sharing the session store.
+    pub fn parks_runs(&self) -> bool {
+        self.sessions.parks_runs()
+    }
+
+    /// Takes the run parked under `state` for `owner` out of the store (see
+    /// `exec::parked`), ready to resume with [`Executor::resume`]; or why not.
+    pub async fn unpark(
+        &self,
+        owner: Owner,
+        state: &str,
+        max_age: Duration,
+    ) -> Result<Unparked, Execution> {
+        let mut run = Run::new(String::new(), self.checks.exec_timeout);
+        let engine = &self.engine;
+        let holds = |id, version| engine.holds(id, version);
+        match self
+            .sessions
+            .unpark(state, owner, max_age, &mut run, &holds)
+            .await
+        {
+            Ok((begun, parked)) => Ok(Unparked { begun, run, parked }),
+            Err(why) => Err(self.refused(
+                RunError::new(ErrorKind::Input, "LookupError", why)
+                    .with_hint("call execute_python again with the code that still has to run"),
+            )),
+        }
+    }
+
+    /// Resumes an unparked run to its end (or its next park).
+    pub async fn resume(
+        &self,
+        unparked: Unparked,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
+        let started = Instant::now();
+        let Unparked { begun, run, parked } = unparked;
+        let mut execution = self
+            .run_begun(begun, run, tools, control, Some(&parked))
+            .await;
+        if execution.engine.is_empty() {
+            execution.engine = self.engine.name();
+        }
+        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         execution
     }
 
@@ -155,4 +230,12 @@ impl Executor {
     pub async fn shutdown(&self) {
         self.engine.shutdown().await;
     }
+}
+
+/// A parked run taken out of the store, with its session leased.
+pub struct Unparked {
+    begun: Begun,
+    run: Run,
+    /// What it stopped at: the question's server, tool and arguments.
+    pub parked: Parked,
 }

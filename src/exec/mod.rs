@@ -7,6 +7,7 @@
 mod build;
 mod executor;
 pub mod monty;
+mod parked;
 mod persistence;
 pub mod router;
 pub(crate) mod session_table;
@@ -14,7 +15,8 @@ pub mod store;
 pub mod worker;
 
 pub use self::build::{ExecError, Transport, build};
-pub use self::executor::{Executor, RunChecks};
+pub use self::executor::{Executor, RunChecks, Unparked};
+pub use self::parked::{Parked, ParkedCall};
 pub use self::store::{Snapshot, SnapshotKind};
 
 use std::sync::Arc;
@@ -90,6 +92,10 @@ pub struct Execution {
     /// the run is never repeated elsewhere.
     #[serde(skip)]
     pub side_effects: u32,
+    /// The run stopped at this call to wait for the user's approval; its
+    /// suspended state is [`Execution::snapshot`] (kind `Parked`).
+    #[serde(skip)]
+    pub parked: Option<ParkedCall>,
 }
 
 impl Execution {
@@ -149,10 +155,12 @@ impl Run {
     }
 
     /// The saved state an engine holding `held` (its state's version, if it
-    /// has one) must load first.
+    /// has one) must load first. A parked run is always loaded: it is not a
+    /// session state any engine holds.
     pub fn to_restore(&self, held: Option<u64>) -> Option<&Snapshot> {
         let saved = self.saved.as_deref()?;
-        (held != Some(saved.version)).then_some(&saved.snapshot)
+        let parked = saved.snapshot.kind == SnapshotKind::Parked;
+        (parked || held != Some(saved.version)).then_some(&saved.snapshot)
     }
 
     /// The same code with its whole wall time again, from now: a run that
@@ -307,7 +315,15 @@ impl Snapshot {
     pub fn cpython_globals(&self) -> Option<Map<String, Value>> {
         match self.kind {
             SnapshotKind::Cpython => serde_json::from_slice(&self.payload).ok(),
-            SnapshotKind::Monty => None,
+            SnapshotKind::Monty | SnapshotKind::Parked => None,
+        }
+    }
+
+    /// A Monty run suspended at a call (the engine's dump only).
+    pub fn parked(dump: Vec<u8>) -> Self {
+        Self {
+            kind: SnapshotKind::Parked,
+            payload: dump,
         }
     }
 }
@@ -340,6 +356,13 @@ pub trait ToolHost: Send + Sync + 'static {
         tool: &str,
         args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+    /// Whether a call of `server`'s `tool` would wait for the user's answer,
+    /// and the run should rather park there (see [`Parked`]). Engines that
+    /// can dump a run suspended at a plain call ask before calling.
+    fn parks(&self, server: &str, tool: &str) -> bool {
+        let _ = (server, tool);
+        false
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::store::{Handle, Lease, Owner, SessionStore, StoreError, Stored};
-use super::{ErrorKind, Execution, Run, RunError, Saved, SessionId, Snapshot};
+use super::{
+    ErrorKind, Execution, Parked, Run, RunError, Saved, SessionId, Snapshot, SnapshotKind,
+};
 
 /// What this gateway knows about a session it ran.
 struct Local {
@@ -56,6 +58,12 @@ impl Persistence {
 
     pub fn describe(&self) -> String {
         self.store.describe()
+    }
+
+    /// Whether runs can park in the store (see `exec::parked`): only where
+    /// snapshots are kept, so any gateway sharing the store can resume them.
+    pub fn parks_runs(&self) -> bool {
+        self.snapshots
     }
 
     /// Leases and loads the session `given` names (a new one when `None`)
@@ -259,6 +267,143 @@ impl Persistence {
         execution.warnings.extend(warnings);
     }
 
+    /// Keeps the run that parked in `execution` under a handle of its own,
+    /// named in its `parked.state`, and releases the session unchanged: it
+    /// changes only when the run resumes and ends. A run that cannot be kept
+    /// ends here with an error.
+    pub async fn park(
+        &self,
+        mut begun: Begun,
+        code: &str,
+        wall: Duration,
+        execution: &mut Execution,
+    ) {
+        let snapshot = execution.snapshot.take();
+        if let Some(lease) = begun.lease.as_mut().filter(|l| l.version() == 0) {
+            // A new session is stored (empty) first, so that the gateway the
+            // answer reaches finds it.
+            let _ = self
+                .store
+                .save(lease, &begun.owner, Snapshot::fresh())
+                .await;
+        }
+        let base = begun.lease.as_ref().map(Lease::version);
+        let stored = match (execution.parked.as_mut(), snapshot, base) {
+            (Some(call), Some(snapshot), Some(base)) if snapshot.kind == SnapshotKind::Parked => {
+                let mut record = Parked::new(
+                    begun.handle.to_string(),
+                    base,
+                    code.to_owned(),
+                    call.clone(),
+                );
+                record.stdout = std::mem::take(&mut execution.stdout);
+                record.tool_calls = execution.tool_calls;
+                let payload = record.encode(&snapshot.payload);
+                match self.keep_parked(begun.owner, payload, wall).await {
+                    Ok(handle) => {
+                        tracing::info!(target: "codemcp::session", server = %call.server, tool = %call.tool, "run parked in the session store until the user answers");
+                        call.state = Some(handle.to_string());
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            _ => Err("the session store is unavailable".to_owned()),
+        };
+        if let Err(why) = stored {
+            let call = execution.parked.take();
+            let what = call.map_or_else(String::new, |c| format!("{}.{} ", c.server, c.tool));
+            execution.error = Some(
+                RunError::new(
+                    ErrorKind::Internal,
+                    "RuntimeError",
+                    format!("the run stopped at {what}to wait for the user's approval, but could not be kept for the answer ({why})"),
+                )
+                .with_hint("nothing after that call ran, and the session is as it was before this call; try again later"),
+            );
+        }
+        self.finish(begun, execution).await;
+    }
+
+    async fn keep_parked(
+        &self,
+        owner: Owner,
+        payload: Vec<u8>,
+        wall: Duration,
+    ) -> Result<Handle, StoreError> {
+        let handle = Handle::mint();
+        let lease = self.store.acquire(&handle, wall).await?;
+        let snapshot = Snapshot {
+            kind: SnapshotKind::Parked,
+            payload,
+        };
+        self.store.save_and_release(lease, &owner, snapshot).await?;
+        Ok(handle)
+    }
+
+    /// Takes the run parked under `state` out of the store (once: it is
+    /// deleted) for `owner`, and begins its session for it: `run` resumes
+    /// the parked run, provided nothing else ran in the session meanwhile
+    /// and it is younger than `max_age`.
+    pub async fn unpark(
+        &self,
+        state: &str,
+        owner: Owner,
+        max_age: Duration,
+        run: &mut Run,
+        holds: &(dyn Fn(SessionId, u64) -> bool + Sync),
+    ) -> Result<(Begun, Parked), String> {
+        let no_run = "this requestState names no paused run: it was already answered, expired \
+                      (CODEMCP_APPROVAL_TIMEOUT_SECS), or belongs to another caller; call execute_python again";
+        let handle = Handle::parse(state).ok_or(no_run)?;
+        let lease = match self.store.acquire(&handle, run.wall).await {
+            Ok(lease) => lease,
+            Err(StoreError::Busy) => return Err(no_run.to_owned()),
+            Err(e) => return Err(unavailable_for_resume(&e)),
+        };
+        let found = self.store.load(&handle).await;
+        let _ = self.store.remove(&handle).await;
+        self.release(Some(lease)).await;
+        let (parked, dump) = match found {
+            Ok(Some(stored))
+                if stored.owner == owner && stored.snapshot.kind == SnapshotKind::Parked =>
+            {
+                Parked::decode(&stored.snapshot.payload).ok_or(no_run)?
+            }
+            Ok(_) | Err(StoreError::Rejected(_)) => return Err(no_run.to_owned()),
+            Err(e) => return Err(unavailable_for_resume(&e)),
+        };
+        if parked.age() > max_age {
+            return Err(format!(
+                "the approval came after CODEMCP_APPROVAL_TIMEOUT_SECS ({} s): the paused run was dropped, \
+                 nothing after {}.{} ran, and the session is as it was before that call; call execute_python again",
+                max_age.as_secs(),
+                parked.server,
+                parked.tool
+            ));
+        }
+        let begun = self
+            .begin(Some(&parked.session), owner, run, holds)
+            .await
+            .map_err(|_| "the session of the paused run is gone".to_owned())?;
+        if begun.lease.as_ref().map(Lease::version) != Some(parked.base) {
+            self.release_begun(begun).await;
+            return Err("another call ran in this session while the run waited for approval: the paused \
+                        run was dropped (nothing after the call that asked ran); call execute_python again"
+                .to_owned());
+        }
+        run.saved = Some(Arc::new(Saved {
+            version: parked.base,
+            snapshot: Snapshot::parked(dump),
+        }));
+        run.code.clone_from(&parked.code);
+        Ok((begun, parked))
+    }
+
+    async fn release_begun(&self, begun: Begun) {
+        self.release(begun.lease).await;
+    }
+
     /// Another run holds `handle`: "busy" to the session's owner, and to
     /// anyone else the same answer as for an unknown handle.
     async fn busy_or_gone(&self, handle: &Handle, owner: Owner, run: &mut Run) -> Execution {
@@ -358,4 +503,10 @@ fn not_saved(e: &StoreError) -> String {
             "this session's state was not saved ({e}); it lives only in this gateway's memory"
         ),
     }
+}
+
+fn unavailable_for_resume(e: &StoreError) -> String {
+    format!(
+        "the session store is unavailable ({e}): the paused run cannot be resumed now; try again shortly"
+    )
 }

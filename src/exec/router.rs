@@ -96,7 +96,7 @@ impl Router {
                     self.no_fallback_hint
                 ))
             }
-            (SnapshotKind::Monty, _) => {
+            (SnapshotKind::Monty | SnapshotKind::Parked, _) => {
                 if self.escalated().remove(&session) {
                     self.fallback_end(session);
                 }

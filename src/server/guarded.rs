@@ -95,6 +95,30 @@ pub struct CallContext {
     pub session: Option<String>,
     pub asker: Asker,
     pub grants: Grants,
+    /// Runs that can stop at an `ask` call park there (2026-07-28 over a
+    /// shared store) instead of waiting in memory.
+    pub park: bool,
+    /// The user's answer to the call a resumed parked run stopped at, by
+    /// server and tool: that call's question is not asked again.
+    pub answered: Mutex<Option<(String, String, ElicitResult)>>,
+}
+
+impl CallContext {
+    pub fn new(
+        identity: super::Identity,
+        session: Option<String>,
+        asker: Asker,
+        grants: Grants,
+    ) -> Self {
+        Self {
+            identity,
+            session,
+            asker,
+            grants,
+            park: false,
+            answered: Mutex::new(None),
+        }
+    }
 }
 
 /// How a question reaches the user.
@@ -110,6 +134,12 @@ pub enum Asker {
 /// What a run relays to the request waiting on it.
 pub enum RunEvent {
     Ask(Question),
+    /// The run parked in the session store at a call that needs approval;
+    /// `state` names it for the retry.
+    Parked {
+        state: String,
+        question: ElicitRequestParams,
+    },
     Done(rmcp::model::CallToolResult),
 }
 
@@ -168,6 +198,22 @@ impl ToolHost for GuardedTools {
             args,
         };
         Box::pin(call.run())
+    }
+
+    fn parks(&self, server: &str, tool: &str) -> bool {
+        let context = &self.context;
+        context.park
+            && matches!(context.asker, Asker::Relay(_))
+            && context.identity.policy(&self.catalog, server, tool) == Some(Decision::Ask)
+            && !context
+                .grants
+                .lock()
+                .contains(&(server.to_owned(), tool.to_owned()))
+            && !context
+                .answered
+                .lock()
+                .as_ref()
+                .is_some_and(|(s, t, _)| s == server && t == tool)
     }
 }
 
@@ -240,6 +286,33 @@ impl Call {
             return Ok(());
         }
         let denied = format!("denied by the user: {}.{}", self.server, self.tool);
+        let given = {
+            let mut answered = self.context.answered.lock();
+            let mine = answered
+                .as_ref()
+                .is_some_and(|(s, t, _)| *s == self.server && *t == self.tool);
+            if mine { answered.take() } else { None }
+        };
+        let answer = match given {
+            Some((_, _, answer)) => answer,
+            None => self.ask(&denied).await?,
+        };
+        if answer.action != ElicitationAction::Accept {
+            return Err(denied);
+        }
+        let scope = answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("scope"))
+            .and_then(Value::as_str);
+        if scope == Some(FOR_SESSION) {
+            self.context.grants.lock().insert(key);
+        }
+        Ok(())
+    }
+
+    /// Asks the user through whatever the caller's client allows.
+    async fn ask(&self, denied: &str) -> Result<ElicitResult, String> {
         let timeout = self.authority.approval_timeout;
         let late = || {
             format!(
@@ -247,7 +320,7 @@ impl Call {
                 timeout.as_secs()
             )
         };
-        let answer = match &self.context.asker {
+        Ok(match &self.context.asker {
             Asker::Client(peer) => {
                 match peer
                     .create_elicitation_with_timeout(self.question(), Some(timeout))
@@ -281,33 +354,28 @@ impl Call {
                     self.server, self.tool, self.tool
                 ));
             }
-        };
-        if answer.action != ElicitationAction::Accept {
-            return Err(denied);
-        }
-        let scope = answer
-            .content
-            .as_ref()
-            .and_then(|c| c.get("scope"))
-            .and_then(Value::as_str);
-        if scope == Some(FOR_SESSION) {
-            self.context.grants.lock().insert(key);
-        }
-        Ok(())
+        })
     }
 
     fn question(&self) -> ElicitRequestParams {
-        let message = format!(
-            "Agent code wants to call {}.{} with {}. Allow it?",
-            self.server,
-            self.tool,
-            shown_arguments(&self.args)
-        );
-        ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: approval_form(),
-        }
+        approval_question(&self.server, &self.tool, &self.args)
+    }
+}
+
+/// What the user is asked about a call of `server`'s `tool` with `args`.
+pub fn approval_question(
+    server: &str,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> ElicitRequestParams {
+    let message = format!(
+        "Agent code wants to call {server}.{tool} with {}. Allow it?",
+        shown_arguments(args)
+    );
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: approval_form(),
     }
 }
 

@@ -210,11 +210,21 @@ impl Gateway {
         caller: Caller,
         control: RunControl,
     ) -> CallToolResult {
-        let execution = match parse_request(arguments) {
+        let execution = self.execution(arguments, caller, control).await;
+        tool_result(&execution, self.shared.output)
+    }
+
+    /// Runs one `execute_python` call for `caller`.
+    async fn execution(
+        &self,
+        arguments: Option<&Map<String, Value>>,
+        caller: Caller,
+        control: RunControl,
+    ) -> Execution {
+        match parse_request(arguments) {
             Ok(request) => self.run_request(request, caller, control).await,
             Err(error) => self.shared.executor.refused(error),
-        };
-        tool_result(&execution, self.shared.output)
+        }
     }
 
     /// Runs in the session the request names, else in this MCP session's own
@@ -236,12 +246,9 @@ impl Gateway {
             .session
             .get_or_insert_with(|| executor.new_session(owner))
             .clone();
-        let context = CallContext {
-            grants: self.shared.grants.of(&caller.identity.label, &session),
-            identity: caller.identity,
-            session: Some(session),
-            asker: caller.asker,
-        };
+        let grants = self.shared.grants.of(&caller.identity.label, &session);
+        let mut context = CallContext::new(caller.identity, Some(session), caller.asker, grants);
+        context.park = caller.park;
         let host: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
             self.shared.catalog.clone(),
             self.shared.authority.clone(),
@@ -297,6 +304,7 @@ impl Gateway {
             identity,
             lasting: true,
             asker,
+            park: false,
         };
         let result = self
             .execute(request.arguments.as_ref(), caller, control)
@@ -363,6 +371,8 @@ pub struct Caller {
     pub lasting: bool,
     /// How to ask its user (for `ask` tools).
     pub asker: Asker,
+    /// A run that asks parks in the session store (see `exec::parked`).
+    pub park: bool,
 }
 
 /// A 2025-era client that declared form elicitation (2026-07-28 forbids
@@ -454,8 +464,7 @@ impl ServerHandler for Gateway {
         let identity = Identity::of_request(&context);
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.as_ref();
-            let owner = identity.owner;
-            return Ok(self.resume(state, responses, owner, &context.ct).await);
+            return Ok(self.resume(state, responses, identity, &context).await);
         }
         if in_lasting_session(&context) {
             Ok(self.run_attached(request, &context, identity).await.into())

@@ -2,11 +2,13 @@
 """approve.py: a PyPI `mcp` 2.x client whose user answers approval requests from a script.
 
     approve.py URL --mode legacy|auto --answers '["accept", "decline", ...]' --calls '["code", ...]'
-               [--no-elicitation] [--header K=V]
+               [--no-elicitation] [--header K=V] [--also URL2]
 
 Connects to codemcp over Streamable HTTP, declares elicitation (unless
 --no-elicitation) and runs each snippet of --calls with `execute_python`, in
-order, passing the session handle back. Each elicitation the server sends is
+order, passing the session handle back. With --also, requests alternate
+between URL and URL2 like a round-robin load balancer, and the report lists
+where each went ("routes"). Each elicitation the server sends is
 answered with the next entry of --answers: "accept" (the form's defaults:
 this call), "session" (accept, for the rest of the session), "decline",
 "cancel", or "wait:S" (sleep S seconds first, then accept). Prints one JSON
@@ -19,9 +21,35 @@ import json
 from typing import Any
 
 import anyio
+import httpx2 as httpx
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+class RoundRobin(httpx.AsyncBaseTransport):
+    """Sends each request to the next of `urls` in turn, and notes where
+    each JSON-RPC request went."""
+
+    def __init__(self, urls: list[str], routes: list[dict[str, Any]]) -> None:
+        self.targets = [httpx.URL(u) for u in urls]
+        self.routes = routes
+        self.turn = 0
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        target = self.targets[self.turn % len(self.targets)]
+        self.turn += 1
+        request.url = request.url.copy_with(host=target.host, port=target.port)
+        try:
+            body = json.loads(request.content or b"{}")
+        except ValueError:
+            body = {}
+        if isinstance(body, dict) and "method" in body:
+            params = body.get("params") or {}
+            self.routes.append({"to": str(target.port), "method": body["method"],
+                                "retry": "requestState" in params})
+        return await self.inner.handle_async_request(request)
 
 
 def dump(model: Any) -> Any:
@@ -45,9 +73,12 @@ async def amain(a: argparse.Namespace) -> None:
         return types.ElicitResult(action=answer)
 
     headers = dict(h.split("=", 1) for h in a.header)
-    report: dict[str, Any] = {"asked": asked, "results": []}
+    report: dict[str, Any] = {"asked": asked, "results": [], "routes": []}
     callback = None if a.no_elicitation else on_elicit
-    async with create_mcp_http_client(headers=headers) as http:
+    transport = RoundRobin([a.url, *a.also], report["routes"]) if a.also else None
+    http_client = (httpx.AsyncClient(headers=headers, transport=transport, timeout=httpx.Timeout(60.0))
+                   if transport else create_mcp_http_client(headers=headers))
+    async with http_client as http:
         server = streamable_http_client(a.url, http_client=http)
         async with Client(server, mode=a.mode, elicitation_callback=callback, cache=None) as client:
             report["protocol"] = str(client.protocol_version)
@@ -69,6 +100,7 @@ def main() -> None:
     ap.add_argument("--calls", required=True)
     ap.add_argument("--no-elicitation", action="store_true")
     ap.add_argument("--header", action="append", default=[])
+    ap.add_argument("--also", action="append", default=[])
     anyio.run(amain, ap.parse_args())
 
 

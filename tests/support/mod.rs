@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
 
+pub mod redis;
+
 /// reqwest is built without a default TLS provider; install ring once.
 pub fn init_tls() {
     static ONCE: std::sync::Once = std::sync::Once::new();

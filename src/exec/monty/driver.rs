@@ -30,7 +30,7 @@ use super::host::{
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
 use super::snapshot;
-use crate::exec::{ToolCallObserver, ToolHost};
+use crate::exec::{ParkedCall, ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
 
 /// Per-run limits enforced by the host side of the loop.
@@ -48,6 +48,8 @@ pub struct Job {
     pub repl: MontyRepl,
     /// A saved state to load in place of `repl` (empty: start fresh).
     pub restore: Option<Arc<Vec<u8>>>,
+    /// `restore` is a run parked at a call: resume it instead of feeding `code`.
+    pub resume_parked: bool,
     /// Dump the interpreter after the run, for the session store.
     pub dump: bool,
     pub code: String,
@@ -71,12 +73,15 @@ pub enum Ending {
     /// The result existed but has no JSON form.
     NotJson(NotJson),
     Cancelled,
+    /// Stopped at a call that waits for the user (see `exec::parked`).
+    Parked(ParkedCall),
 }
 
 pub struct Finished {
     /// The session to keep; `None` when it must be discarded.
     pub repl: Option<MontyRepl>,
-    /// The kept session as bytes, when the job asked for them.
+    /// The kept session as bytes, when the job asked for them; for a parked
+    /// run, the suspended run.
     pub snapshot: Option<Result<Vec<u8>, String>>,
     /// Why the saved state given to the job could not be loaded.
     pub restore_failed: Option<String>,
@@ -112,6 +117,8 @@ struct Driver {
     host_verdict: Option<Verdict>,
     cancelled: bool,
     others_bytes: usize,
+    /// The run parks at this call; its suspended state as bytes.
+    parked: Option<(ParkedCall, Vec<u8>)>,
 }
 
 /// Whether snippet code should get tool calls as futures: the interpreter cannot
@@ -144,16 +151,25 @@ pub fn run(job: Job) -> Finished {
         host_verdict: None,
         cancelled: false,
         others_bytes: 0,
+        parked: None,
     };
     let (start, restore_failed) = match job.restore.as_deref() {
         Some(bytes) if bytes.as_slice() != snapshot::FRESH => match snapshot::load(bytes, job.slot)
         {
             Ok(restored) => (restored, None),
-            Err(e) => (job.repl, Some(e)),
+            Err(e) => (snapshot::Loaded::Idle(job.repl), Some(e)),
         },
-        _ => (job.repl, None),
+        _ => (snapshot::Loaded::Idle(job.repl), None),
     };
-    let (repl, ending) = driver.feed(start, &job.code);
+    let (repl, ending) = match start {
+        snapshot::Loaded::Idle(repl) if !job.resume_parked => driver.feed(repl, &job.code),
+        snapshot::Loaded::Suspended(progress) if job.resume_parked => driver.resume(*progress),
+        // A state of the other kind than the job expects: never fed to Monty.
+        _ => (None, mismatched_state()),
+    };
+    if let Ending::Parked(call) = ending {
+        return driver.into_parked(call, restore_failed);
+    }
     let (repl, ending) = match (repl, ending) {
         (Some(repl), Ending::Value(Value::Null)) if mentions_result(&job.code) => {
             driver.read_result_variable(repl)
@@ -201,6 +217,30 @@ impl Driver {
             .saturating_duration_since(Instant::now())
     }
 
+    /// Resumes a parked run at the call it stopped at, and drives it on.
+    fn resume(&mut self, mut progress: ReplProgress) -> (Option<MontyRepl>, Ending) {
+        let remaining = self.remaining();
+        progress.tracker_mut().set_max_feed_duration(remaining);
+        self.drive(Ok(progress))
+    }
+
+    /// The run ends here: its state is the dump taken where it parked.
+    fn into_parked(mut self, call: ParkedCall, restore_failed: Option<String>) -> Finished {
+        let dump = self.parked.take().map(|(_, bytes)| bytes);
+        let (stdout, truncated) = self.out.finish();
+        Finished {
+            repl: None,
+            snapshot: dump.map(Ok),
+            restore_failed,
+            ending: Ending::Parked(call),
+            stdout,
+            truncated,
+            tool_calls: self.host.tool_calls,
+            side_effects: self.host.side_effects,
+            others_bytes: 0,
+        }
+    }
+
     /// Feeds `code` and drives it to completion.
     fn feed(&mut self, repl: MontyRepl, code: &str) -> (Option<MontyRepl>, Ending) {
         let mut repl = repl;
@@ -226,6 +266,13 @@ impl Driver {
             };
             if let ReplProgress::Complete { repl, value } = progress {
                 return self.completed(repl, value);
+            }
+            if let Some((call, _)) = &self.parked {
+                let call = call.clone();
+                // Freed under the session's slot, which charged it.
+                let _scope = MemoryScope::enter(self.slot);
+                drop(progress);
+                return (None, Ending::Parked(call));
             }
             if self.cancel.is_cancelled() || self.cancelled {
                 self.cancelled = true;
@@ -364,6 +411,15 @@ impl Driver {
             }
             CallDecision::CallTool(tool) => tool,
         };
+        let parkable = !self.async_mode && !call.allow_eager_await;
+        let call = if parkable && self.tools.parks(&tool.server, &tool.tool) {
+            match self.park(call, &tool) {
+                Ok(parked) => return Ok(parked),
+                Err(call) => call,
+            }
+        } else {
+            call
+        };
         let call_id = call.call_id;
         self.spawn_tool(call_id, tool);
         if call.allow_eager_await {
@@ -385,6 +441,36 @@ impl Driver {
         match self.wait_for(call_id) {
             Ok(reply) => self.resume_call(call, ext_result(reply)),
             Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
+        }
+    }
+
+    /// Dumps the run suspended at `call`, to end it there (see `drive`).
+    /// `Err` gives the call back when it cannot be dumped: it then waits
+    /// for the answer in memory, as an unparkable run does.
+    fn park(
+        &mut self,
+        call: ReplFunctionCall,
+        tool: &ToolCall,
+    ) -> Result<ReplProgress, ReplFunctionCall> {
+        let progress = ReplProgress::FunctionCall(call);
+        match snapshot::dump_suspended(&progress) {
+            Ok(bytes) => {
+                let parked = ParkedCall {
+                    server: tool.server.clone(),
+                    tool: tool.tool.clone(),
+                    args: tool.args.clone(),
+                    state: None,
+                };
+                self.parked = Some((parked, bytes));
+                Ok(progress)
+            }
+            Err(e) => {
+                tracing::warn!(target: "codemcp::exec", error = %e, "a run could not be parked; it waits in memory");
+                match progress {
+                    ReplProgress::FunctionCall(call) => Err(call),
+                    _ => unreachable!("made from a function call just above"),
+                }
+            }
         }
     }
 
@@ -581,5 +667,17 @@ impl Stop {
                 exception(ExcType::KeyboardInterrupt, "cancelled by the client"),
             ),
         }
+    }
+}
+
+/// A job whose saved state is not what it says (a parked run to feed, or a
+/// session to resume): refused before Monty sees it.
+fn mismatched_state() -> Ending {
+    Ending::Raised {
+        exc: exception(
+            ExcType::RuntimeError,
+            "the saved state is not of the kind this run needs; call again".to_owned(),
+        ),
+        verdict: Verdict::Genuine,
     }
 }

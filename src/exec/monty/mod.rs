@@ -229,9 +229,9 @@ impl MontyEngine {
         control: RunControl,
     ) -> ThreadResult {
         let deadline = run.deadline;
-        let restore = run
-            .to_restore(guard.version)
-            .map(|s| Arc::new(s.payload.clone()));
+        let restored = run.to_restore(guard.version);
+        let resume_parked = restored.is_some_and(|s| s.kind == crate::exec::SnapshotKind::Parked);
+        let restore = restored.map(|s| Arc::new(s.payload.clone()));
         let repl = match restore {
             Some(_) => self.new_repl(),
             None => guard.repl.take().unwrap_or_else(|| self.new_repl()),
@@ -240,6 +240,7 @@ impl MontyEngine {
         let job = Job {
             repl,
             restore,
+            resume_parked,
             dump: run.persist,
             code: run.code,
             slot: guard.slot,
@@ -348,6 +349,11 @@ impl MontyEngine {
                 "this session's saved state could not be loaded ({reason}); it started fresh"
             ));
         }
+        if let Ending::Parked(call) = &ending {
+            execution.parked = Some(call.clone());
+            execution.snapshot = snapshot.and_then(Result::ok).map(Snapshot::parked);
+            return;
+        }
         match snapshot {
             Some(Ok(bytes)) => execution.snapshot = Some(Snapshot::monty(bytes)),
             Some(Err(reason)) => execution.warnings.push(format!(
@@ -440,6 +446,7 @@ fn record_ending(
             );
         }
         Ending::Cancelled => execution.error = Some(cancelled()),
+        Ending::Parked(call) => execution.parked = Some(call),
         Ending::Raised { exc, verdict } => {
             let mut error = describe_failure(&exc, &verdict, limit_hint);
             error.session_reset = session_reset;

@@ -62,9 +62,11 @@ impl Supervisor {
     fn put_back(mut self, outcome: Option<ThreadOutcome>) -> ThreadResult {
         match outcome {
             Some(Ok(mut finished)) => {
-                let session_reset = finished.repl.is_none();
+                // A parked run's state is in its dump, not in a session.
+                let parked = matches!(finished.ending, super::driver::Ending::Parked(_));
+                let session_reset = finished.repl.is_none() && !parked;
                 self.guard.repl = finished.repl.take();
-                self.guard.version = Some(self.version);
+                self.guard.version = (!parked).then_some(self.version);
                 ThreadResult::Finished {
                     finished: Box::new(finished),
                     session_reset,

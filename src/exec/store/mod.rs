@@ -75,6 +75,9 @@ pub enum SnapshotKind {
     Monty,
     /// CPython's session variables as JSON.
     Cpython,
+    /// A Monty run paused at a call that waits for the user's approval: a
+    /// [`Parked`](crate::exec::Parked) header and the suspended run's dump.
+    Parked,
 }
 
 /// A session's state as one engine wrote it.

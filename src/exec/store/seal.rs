@@ -106,6 +106,7 @@ pub fn seal(
     body.push(match snapshot.kind {
         SnapshotKind::Monty => 1,
         SnapshotKind::Cpython => 2,
+        SnapshotKind::Parked => 3,
     });
     body.push(u8::from(owner.digest().is_some()));
     body.extend_from_slice(owner.digest().unwrap_or(&[0; 32]));
@@ -176,6 +177,7 @@ fn decode_body(body: &[u8], max_payload: usize) -> Result<Stored, Reason> {
     let kind = match body[9] {
         1 => SnapshotKind::Monty,
         2 => SnapshotKind::Cpython,
+        3 => SnapshotKind::Parked,
         _ => return Err(Reason::Malformed("snapshot kind")),
     };
     let digest: [u8; 32] = body[11..43]
@@ -199,7 +201,7 @@ fn decode_body(body: &[u8], max_payload: usize) -> Result<Stored, Reason> {
     let monty = std::str::from_utf8(&body[FIXED_HEADER..payload_at])
         .map_err(|_| Reason::Malformed("Monty version"))?;
     // A CPython payload is JSON, which does not depend on the Monty build.
-    if kind == SnapshotKind::Monty && monty != monty_version() {
+    if matches!(kind, SnapshotKind::Monty | SnapshotKind::Parked) && monty != monty_version() {
         return Err(Reason::OtherMontyVersion(monty.to_owned()));
     }
     let payload = &body[payload_at..];

@@ -13,12 +13,14 @@ use rmcp::service::RequestContext;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::super::guarded::{Asker, RunEvent};
+use std::sync::Arc;
+
+use super::super::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
 use super::super::identity::Identity;
 use super::super::pending::Waiting;
-use super::{Caller, Gateway, progress_observer};
-use crate::exec::RunControl;
+use super::{Caller, Gateway, progress_observer, tool_result};
 use crate::exec::store::Owner;
+use crate::exec::{Execution, ParkedCall, RunControl, ToolHost};
 
 impl Gateway {
     /// A 2026-07-28 call, which stands alone: the run goes on in its own
@@ -45,14 +47,15 @@ impl Gateway {
         let caller = Caller {
             identity,
             lasting: false,
+            park: matches!(asker, Asker::Relay(_)) && self.shared.executor.parks_runs(),
             asker,
         };
         let gateway = self.clone();
         tokio::spawn(async move {
-            let result = gateway
-                .execute(request.arguments.as_ref(), caller, control)
+            let execution = gateway
+                .execution(request.arguments.as_ref(), caller, control)
                 .await;
-            let _ = events_tx.send(RunEvent::Done(result));
+            let _ = events_tx.send(gateway.run_event(&execution));
         });
         self.wait(Waiting { events, cancel }, owner, &context.ct)
             .await
@@ -75,6 +78,11 @@ impl Gateway {
         };
         match event {
             Some(RunEvent::Done(result)) => result.into(),
+            Some(RunEvent::Parked { state, question }) => {
+                let ask = InputRequest::Elicitation(ElicitRequest::new(question));
+                let requests = BTreeMap::from([(APPROVAL_INPUT.to_owned(), ask)]);
+                InputRequiredResult::new(Some(requests), Some(state)).into()
+            }
             Some(RunEvent::Ask(question)) => {
                 let state = self.shared.paused.pause(owner, waiting, question.answer);
                 let ask = InputRequest::Elicitation(ElicitRequest::new(question.params));
@@ -85,15 +93,38 @@ impl Gateway {
         }
     }
 
+    /// What the request waiting on a finished run answers: its result, or,
+    /// for a run that parked, the question and the state that names it.
+    fn run_event(&self, execution: &Execution) -> RunEvent {
+        match &execution.parked {
+            Some(ParkedCall {
+                server,
+                tool,
+                args,
+                state: Some(state),
+            }) => RunEvent::Parked {
+                state: format!("{PARKED}{state}"),
+                question: approval_question(server, tool, args),
+            },
+            _ => RunEvent::Done(tool_result(execution, self.shared.output)),
+        }
+    }
+
     /// The retry of a call that answered `input_required`: hands the answer
     /// to the paused run and waits on it.
     pub(super) async fn resume(
         &self,
         state: &str,
         responses: Option<&InputResponses>,
-        owner: Owner,
-        request_ct: &CancellationToken,
+        identity: Identity,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
+        let reply = user_reply(responses);
+        if let Some(parked) = state.strip_prefix(PARKED) {
+            return self.resume_parked(parked, reply, identity, context).await;
+        }
+        let owner = identity.owner;
+        let request_ct = &context.ct;
         let Some((waiting, answer)) = self.shared.paused.resume(state, owner) else {
             return error_result(
                 "this requestState names no paused run: it was already answered, expired \
@@ -102,14 +133,75 @@ impl Gateway {
             )
             .into();
         };
-        let reply = responses
-            .and_then(|r| r.get(APPROVAL_INPUT))
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
-            .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Decline));
         let _ = answer.send(reply);
         self.wait(waiting, owner, request_ct).await
     }
+
+    /// The retry of a run parked in the session store, on whichever gateway
+    /// it reaches: takes the run out (once), gives the parked call the
+    /// user's answer, and runs on in a task of its own like any 2026 call.
+    async fn resume_parked(
+        &self,
+        state: &str,
+        reply: ElicitResult,
+        identity: Identity,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let shared = &self.shared;
+        let owner = identity.owner;
+        let timeout = shared.authority.approval_timeout;
+        let unparked = match shared.executor.unpark(owner, state, timeout).await {
+            Ok(unparked) => unparked,
+            Err(refused) => return tool_result(&refused, shared.output).into(),
+        };
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let control = RunControl {
+            cancel: cancel.clone(),
+            on_tool_call: progress_observer(context),
+        };
+        let asker = if declares_form_elicitation(context) {
+            Asker::Relay(events_tx.clone())
+        } else {
+            Asker::Nobody
+        };
+        let parked = &unparked.parked;
+        let grants = shared.grants.of(&identity.label, &parked.session);
+        let park = matches!(asker, Asker::Relay(_));
+        let mut call_context =
+            CallContext::new(identity, Some(parked.session.clone()), asker, grants);
+        call_context.park = park;
+        *call_context.answered.lock() = Some((parked.server.clone(), parked.tool.clone(), reply));
+        let tools: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
+            shared.catalog.clone(),
+            shared.authority.clone(),
+            call_context,
+        ));
+        let gateway = self.clone();
+        tokio::spawn(async move {
+            let execution = gateway
+                .shared
+                .executor
+                .resume(unparked, tools, control)
+                .await;
+            let _ = events_tx.send(gateway.run_event(&execution));
+        });
+        self.wait(Waiting { events, cancel }, owner, &context.ct)
+            .await
+    }
 }
+
+/// The user's answer in a retry's `inputResponses`; none is a decline.
+fn user_reply(responses: Option<&InputResponses>) -> ElicitResult {
+    responses
+        .and_then(|r| r.get(APPROVAL_INPUT))
+        .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+        .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Decline))
+}
+
+/// Marks a `requestState` that names a run parked in the session store
+/// (the others name a run waiting in this gateway's memory).
+const PARKED: &str = "parked.";
 
 /// The key of the approval question in `inputRequests` / `inputResponses`.
 const APPROVAL_INPUT: &str = "approval";

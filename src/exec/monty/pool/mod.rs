@@ -195,15 +195,21 @@ impl PoolEngine {
                 return execution;
             }
         };
-        let restore = run.to_restore(guard.version).map(|s| s.payload.clone());
+        let restored = run.to_restore(guard.version);
+        let resume_parked = restored.is_some_and(|s| s.kind == crate::exec::SnapshotKind::Parked);
+        let restore = restored.map(|s| s.payload.clone());
+        let mut parked_at = None;
         if guard.checkout.is_none() || restore.is_some() {
             // A worker loads a saved state only before its first feed.
             guard.checkout = None;
             match self
-                .new_checkout(restore.filter(|bytes| !bytes.is_empty()))
+                .new_checkout(restore.filter(|bytes| !bytes.is_empty()), resume_parked)
                 .await
             {
-                Ok(checkout) => guard.checkout = Some(checkout),
+                Ok((checkout, suspended)) => {
+                    guard.checkout = Some(checkout);
+                    parked_at = suspended;
+                }
                 Err(error) => {
                     execution.error = Some(error);
                     return execution;
@@ -222,10 +228,13 @@ impl PoolEngine {
             deadline,
             &run.code,
         );
-        let ending = pool_run.drive(checkout, &run.code).await;
+        let ending = pool_run.drive(checkout, &run.code, parked_at).await;
         let lost = pool_run.lost || checkout.worker_id().is_none();
-        if lost {
+        let parked = matches!(ending, Ending::Parked(_));
+        if lost || parked {
+            // A parked run lives on in its dump; its worker is let go.
             guard.checkout = None;
+            guard.version = None;
         }
         let (stdout, truncated) = pool_run.take_output();
         execution.stdout = stdout;
@@ -241,7 +250,9 @@ impl PoolEngine {
             lost,
             &limit_hint,
         );
-        if run.persist {
+        if parked {
+            execution.snapshot = pool_run.parked_dump.take().map(Snapshot::parked);
+        } else if run.persist {
             execution.snapshot = match guard.checkout.as_mut() {
                 _ if reset(&execution) => Some(Snapshot::fresh()),
                 Some(checkout) => match checkout.dump().await {
@@ -259,8 +270,14 @@ impl PoolEngine {
         execution
     }
 
-    /// A worker for a session: fresh, or holding the saved state `restore`.
-    async fn new_checkout(&self, restore: Option<Vec<u8>>) -> Result<Checkout, RunError> {
+    /// A worker for a session: fresh, or holding the saved state `restore`
+    /// (with `parked`: a run suspended at a call, whose suspension it gives
+    /// back to answer).
+    async fn new_checkout(
+        &self,
+        restore: Option<Vec<u8>>,
+        parked: bool,
+    ) -> Result<(Checkout, Option<TurnEvent>), RunError> {
         let mut checkout = self
             .pool
             .checkout(&self.repl_config())
@@ -284,7 +301,8 @@ impl PoolEngine {
         if let Some(state) = restore {
             // The saved state defines `ToolError` already.
             return match checkout.restore(state, vec![], &mut quiet).await {
-                Ok((None, _)) => Ok(checkout),
+                Ok((None, _)) if !parked => Ok((checkout, None)),
+                Ok((Some(event), _)) if parked => Ok((checkout, Some(event))),
                 other => Err(RunError::new(
                     ErrorKind::Internal,
                     "SystemError",
@@ -298,7 +316,7 @@ impl PoolEngine {
             .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
             .await
         {
-            Ok(TurnEvent::Complete(_)) => Ok(checkout),
+            Ok(TurnEvent::Complete(_)) => Ok((checkout, None)),
             other => Err(RunError::new(
                 ErrorKind::Internal,
                 "SystemError",

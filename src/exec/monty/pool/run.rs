@@ -2,6 +2,7 @@
 //! (tool calls, OS calls, futures) until it ends or its deadline passes.
 
 use super::*;
+use crate::exec::ParkedCall;
 
 /// One run on one worker.
 pub(super) struct PoolRun {
@@ -18,6 +19,8 @@ pub(super) struct PoolRun {
     host_verdict: Option<(String, Verdict)>,
     /// The worker was killed or died: the session's state is gone.
     pub(super) lost: bool,
+    /// The run parked at a call: the worker's dump of it, suspended there.
+    pub(super) parked_dump: Option<Vec<u8>>,
 }
 
 /// Why the run stopped waiting.
@@ -47,6 +50,7 @@ impl PoolRun {
             completed_calls: 0,
             host_verdict: None,
             lost: false,
+            parked_dump: None,
         }
     }
 
@@ -62,11 +66,22 @@ impl PoolRun {
         on_print_sync(move |_, text| out.lock().push_text(text))
     }
 
-    pub(super) async fn drive(&mut self, checkout: &mut Checkout, code: &str) -> Ending {
+    /// Feeds `code`, or, with `parked_at`, resumes a restored parked run at
+    /// the call it stopped at; answers its suspensions until it ends.
+    pub(super) async fn drive(
+        &mut self,
+        checkout: &mut Checkout,
+        code: &str,
+        parked_at: Option<TurnEvent>,
+    ) -> Ending {
         let mut print = self.printer();
-        let first = self
-            .turn(checkout.feed(code.to_owned(), vec![], vec![], true, &mut print))
-            .await;
+        let first = match parked_at {
+            Some(event) => Ok(event),
+            None => {
+                self.turn(checkout.feed(code.to_owned(), vec![], vec![], true, &mut print))
+                    .await
+            }
+        };
         let ending = self.answer_until_done(checkout, first).await;
         match ending {
             Ending::Value(Value::Null) if !self.lost && mentions_result(code) => {
@@ -156,6 +171,34 @@ impl PoolRun {
                                 .await
                         }
                         CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
+                        CallDecision::CallTool(tool)
+                            if !allow_eager_await
+                                && !self.async_mode
+                                && self.tools.parks(&tool.server, &tool.tool) =>
+                        {
+                            match checkout.dump().await {
+                                Ok(dump) => {
+                                    self.parked_dump = Some(dump);
+                                    return Ending::Parked(ParkedCall {
+                                        server: tool.server,
+                                        tool: tool.tool,
+                                        args: tool.args,
+                                        state: None,
+                                    });
+                                }
+                                Err(e) => {
+                                    tracing::warn!(target: "codemcp::exec", error = %e, "a pool run could not be parked; it waits in memory");
+                                    let call = self.call_tool(call_id, tool);
+                                    match self.wait_for(call_id, call).await {
+                                        Ok(reply) => {
+                                            self.turn(checkout.resume(answer(reply), &mut print))
+                                                .await
+                                        }
+                                        Err(stop) => return self.stopped(stop),
+                                    }
+                                }
+                            }
+                        }
                         CallDecision::CallTool(tool) => {
                             let call = self.call_tool(call_id, tool);
                             if allow_eager_await {
