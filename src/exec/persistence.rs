@@ -361,18 +361,20 @@ impl Persistence {
             Err(StoreError::Busy) => return Err(no_run.to_owned()),
             Err(e) => return Err(unavailable_for_resume(&e)),
         };
-        let found = self.store.load(&handle).await;
-        let _ = self.store.remove(&handle).await;
-        self.release(Some(lease)).await;
-        let (parked, dump) = match found {
+        let found = match self.store.load(&handle).await {
             Ok(Some(stored))
                 if stored.owner == owner && stored.snapshot.kind == SnapshotKind::Parked =>
             {
-                Parked::decode(&stored.snapshot.payload).ok_or(no_run)?
+                // Used once: gone before it runs. Only its owner may do this,
+                // so nobody else can drop another caller's paused run.
+                let _ = self.store.remove(&handle).await;
+                Parked::decode(&stored.snapshot.payload).ok_or_else(|| no_run.to_owned())
             }
-            Ok(_) | Err(StoreError::Rejected(_)) => return Err(no_run.to_owned()),
-            Err(e) => return Err(unavailable_for_resume(&e)),
+            Ok(_) | Err(StoreError::Rejected(_)) => Err(no_run.to_owned()),
+            Err(e) => Err(unavailable_for_resume(&e)),
         };
+        self.release(Some(lease)).await;
+        let (parked, dump) = found?;
         if parked.age() > max_age {
             return Err(format!(
                 "the approval came after CODEMCP_APPROVAL_TIMEOUT_SECS ({} s): the paused run was dropped, \

@@ -157,12 +157,12 @@ pub fn run(job: Job) -> Finished {
         Some(bytes) if bytes.as_slice() != snapshot::FRESH => match snapshot::load(bytes, job.slot)
         {
             Ok(restored) => (restored, None),
-            Err(e) => (snapshot::Loaded::Idle(job.repl), Some(e)),
+            Err(e) => (snapshot::Loaded::Idle(Box::new(job.repl)), Some(e)),
         },
-        _ => (snapshot::Loaded::Idle(job.repl), None),
+        _ => (snapshot::Loaded::Idle(Box::new(job.repl)), None),
     };
     let (repl, ending) = match start {
-        snapshot::Loaded::Idle(repl) if !job.resume_parked => driver.feed(repl, &job.code),
+        snapshot::Loaded::Idle(repl) if !job.resume_parked => driver.feed(*repl, &job.code),
         snapshot::Loaded::Suspended(progress) if job.resume_parked => driver.resume(*progress),
         // A state of the other kind than the job expects: never fed to Monty.
         _ => (None, mismatched_state()),
@@ -413,10 +413,14 @@ impl Driver {
         };
         let parkable = !self.async_mode && !call.allow_eager_await;
         let call = if parkable && self.tools.parks(&tool.server, &tool.tool) {
-            match self.park(call, &tool) {
-                Ok(parked) => return Ok(parked),
-                Err(call) => call,
+            let progress = ReplProgress::FunctionCall(call);
+            if self.park(&progress, &tool) {
+                return Ok(progress);
             }
+            let ReplProgress::FunctionCall(call) = progress else {
+                unreachable!("made from a function call just above")
+            };
+            call
         } else {
             call
         };
@@ -444,16 +448,11 @@ impl Driver {
         }
     }
 
-    /// Dumps the run suspended at `call`, to end it there (see `drive`).
-    /// `Err` gives the call back when it cannot be dumped: it then waits
-    /// for the answer in memory, as an unparkable run does.
-    fn park(
-        &mut self,
-        call: ReplFunctionCall,
-        tool: &ToolCall,
-    ) -> Result<ReplProgress, ReplFunctionCall> {
-        let progress = ReplProgress::FunctionCall(call);
-        match snapshot::dump_suspended(&progress) {
+    /// Dumps the run suspended at a call of `tool`, to end it there (see
+    /// `drive`). A run that cannot be dumped waits for the answer in
+    /// memory instead, as an unparkable run does.
+    fn park(&mut self, progress: &ReplProgress, tool: &ToolCall) -> bool {
+        match snapshot::dump_suspended(progress) {
             Ok(bytes) => {
                 let parked = ParkedCall {
                     server: tool.server.clone(),
@@ -462,14 +461,11 @@ impl Driver {
                     state: None,
                 };
                 self.parked = Some((parked, bytes));
-                Ok(progress)
+                true
             }
             Err(e) => {
                 tracing::warn!(target: "codemcp::exec", error = %e, "a run could not be parked; it waits in memory");
-                match progress {
-                    ReplProgress::FunctionCall(call) => Err(call),
-                    _ => unreachable!("made from a function call just above"),
-                }
+                false
             }
         }
     }

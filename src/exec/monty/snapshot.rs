@@ -18,7 +18,7 @@ pub const FRESH: &[u8] = &[];
 /// What a dump holds.
 pub enum Loaded {
     /// A session between runs.
-    Idle(MontyRepl),
+    Idle(Box<MontyRepl>),
     /// A run parked at a call (see `exec::parked`).
     Suspended(Box<ReplProgress>),
 }
@@ -28,7 +28,7 @@ pub fn load(bytes: &[u8], slot: SessionSlot) -> Result<Loaded, String> {
     let _scope = MemoryScope::enter(slot);
     let dump = Dump::load(bytes).map_err(|e| e.to_string())?;
     match dump.state {
-        Session::Idle(repl) => Ok(Loaded::Idle(*repl)),
+        Session::Idle(repl) => Ok(Loaded::Idle(repl)),
         Session::Suspended(progress) => Ok(Loaded::Suspended(progress)),
         Session::Running(_) => Err("the snapshot is of a one-shot run, not of a session".into()),
     }
