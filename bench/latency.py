@@ -14,6 +14,7 @@ Cases, measured round-robin (the order rotates every iteration) after a warm-up:
     b  gateway  execute_python  print(1+1)                       no upstream call
     c  gateway  execute_python  everything_get_sum(a=1, b=2)      one upstream call
     d  gateway  execute_python  ten sequential everything_get_sum calls
+    k  policy   (c) on a gateway whose `everything` entry has a 50-rule policy
 
 Every measured result is checked (stdout, result, tool_calls), so errors are
 counted and reported instead of timed. Then the gateway's VmRSS is read from
@@ -295,7 +296,8 @@ class Measurement:
 
 
 async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: int | None,
-                  pool: Client | None = None, host: Client | None = None, docker: Client | None = None) -> Measurement:
+                  pool: Client | None = None, host: Client | None = None, docker: Client | None = None,
+                  policy: Client | None = None) -> Measurement:
     await anyio.sleep(0.5)  # let start-up allocations settle
     cases = [
         Case("a", "direct   tools/call get-sum", lambda: direct.call_tool("get-sum", {"a": 1, "b": 2}), check_a),
@@ -313,6 +315,8 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
             Case("g", "host     print(1+1)", execute(host, CODE_B), check_b),
             Case("h", "host     1x everything_get_sum", execute(host, CODE_C), check_c),
         ]
+    if policy is not None:
+        cases += [Case("k", "policy   1x everything_get_sum", execute(policy, CODE_C), check_c)]
     if docker is not None:
         cases += [
             Case("i", "docker   print(1+1)", execute(docker, CODE_B), check_b),
@@ -328,7 +332,7 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
             c.disabled = True  # every warm-up call failed: timing it would only time errors
 
     t0 = time.monotonic()
-    main_keys = "abc" + ("ef" if pool is not None else "") + ("gh" if host is not None else "") + ("ij" if docker is not None else "")
+    main_keys = "abc" + ("ef" if pool is not None else "") + ("gh" if host is not None else "") + ("ij" if docker is not None else "") + ("k" if policy is not None else "")
     for keys in schedule(a.iterations, a.iterations_d, main_keys):
         for k in keys:
             if not m.cases[k].disabled:
@@ -347,7 +351,7 @@ async def measure(a: argparse.Namespace, direct: Client, gateway: Client, pid: i
 
 def report(a: argparse.Namespace, m: Measurement) -> int:
     cs = m.cases
-    planned = {k: a.iterations for k in "abcefghij"} | {"d": a.iterations_d}
+    planned = {k: a.iterations for k in "abcefghijk"} | {"d": a.iterations_d}
     print()
     print_table(list(cs.values()), planned)
     print()
@@ -378,6 +382,11 @@ def report(a: argparse.Namespace, m: Measurement) -> int:
                 print(f"  {name}/monty: print(1+1) {xb / mb:.2f}x ({xb:.3f} ms), 1 tool call {xc / mc:.2f}x ({xc:.3f} ms)"
                       f"   target warm 1-call <= {target:g} ms   {verdict}")
                 pool_line += f", {name} 1-call {xc:.2f} ms {verdict}"
+    if "k" in cs:
+        mc, mk = median(cs["c"].samples_ms), median(cs["k"].samples_ms)
+        if None not in (mc, mk):
+            print(f"  50-rule policy: 1 tool call {mk:.3f} vs {mc:.3f} ms without ({mk - mc:+.3f} ms)")
+            pool_line += f", 50-rule policy {mk - mc:+.3f} ms/1-call"
     if m.docker_cold_ms is not None:
         verdict = "PASS" if m.docker_cold_ms <= 1500 else "MISS"
         print(f"  docker cold first call {m.docker_cold_ms:.0f} ms   target <= 1500 ms   {verdict}")
@@ -403,6 +412,11 @@ async def amain(a: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="codemcp-bench-"))
     config = tmp / "config.json"
     config.write_text(json.dumps({"mcpServers": {"everything": {"command": node, "args": [everything, "stdio"]}}}))
+    # 49 rules that match nothing (exact names and globs) and the one that allows the tool measured.
+    rules = {f"tool_{i}": "deny" for i in range(25)} | {f"*_{i}_*": "ask" for i in range(24)} | {"get-sum": "allow"}
+    policy_config = tmp / "policy.json"
+    policy_config.write_text(json.dumps({"mcpServers": {"everything": {
+        "command": node, "args": [everything, "stdio"], "policy": rules}}}))
     env = dict(os.environ, CODEMCP_LOG=os.environ.get("CODEMCP_LOG", "warn"))
     errlog_path = tmp / "stderr.log"
 
@@ -432,7 +446,7 @@ async def amain(a: argparse.Namespace) -> int:
                         mode=a.mode, cache=None))
                     tools = [t.name for t in (await gateway.list_tools()).tools]
                     pid = child_pid_of(a.codemcp)  # before a second codemcp starts
-                    pool = host = docker = None
+                    pool = host = docker = policy = None
                     docker_cold_ms = None
                     if a.host_python:
                         host_env = dict(env, CODEMCP_ISOLATION="HOST_SYSTEM", CODEMCP_PYTHON=a.host_python)
@@ -447,6 +461,9 @@ async def amain(a: argparse.Namespace) -> int:
                         t0 = time.perf_counter_ns()
                         check_b(await execute(docker, CODE_B)())
                         docker_cold_ms = (time.perf_counter_ns() - t0) / 1e6
+                    policy = await stack.enter_async_context(Client(
+                        stdio_client(StdioServerParameters(command=a.codemcp, args=["--config", str(policy_config)], env=env), errlog=errlog),
+                        mode=a.mode, cache=None))
                     if a.monty_bin:
                         pool_env = dict(env, CODEMCP_MONTY="pool", CODEMCP_MONTY_BIN=a.monty_bin)
                         pool = await stack.enter_async_context(Client(
@@ -458,7 +475,7 @@ async def amain(a: argparse.Namespace) -> int:
                 if "execute_python" not in tools:
                     return fatal(f"codemcp does not list execute_python (tools: {tools})")
                 print(f"  protocol: direct {direct.protocol_version}, gateway {gateway.protocol_version}")
-                m = await measure(a, direct, gateway, pid, pool, host, docker)
+                m = await measure(a, direct, gateway, pid, pool, host, docker, policy)
                 m.docker_cold_ms = docker_cold_ms
         if connect_scope.cancelled_caught:
             return fatal("connecting took longer than 60 s")
