@@ -119,11 +119,12 @@ impl SqliteBackend {
                         fence,
                         record,
                     };
-                    put_row(conn, &put, now, idle)?
+                    put_row(conn, &put, now, idle, unlock)?
                 }
                 None => false,
             };
-            if unlock {
+            // A write that went in freed the lease in its own transaction.
+            if unlock && !written {
                 unlock_row(conn, &handle, token, now)?;
             }
             Ok(written)
@@ -237,16 +238,26 @@ fn unlock_row(conn: &Connection, handle: &str, token: u128, now: i64) -> rusqlit
     drop_if_dead(conn, handle, now)
 }
 
-fn put_row(conn: &mut Connection, put: &Put, now: i64, idle: i64) -> rusqlite::Result<bool> {
+/// Saves `put`'s record if its lease still holds; with `unlock`, the lease
+/// is freed in the same transaction (one commit, not two).
+fn put_row(
+    conn: &mut Connection,
+    put: &Put,
+    now: i64,
+    idle: i64,
+    unlock: bool,
+) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let update = format!(
-        "UPDATE sessions SET version = :fence + 1, expires_at = :expires
+        "UPDATE sessions SET version = :fence + 1, expires_at = :expires,
+             lease_token = CASE WHEN :unlock AND lease_token = :token THEN NULL ELSE lease_token END,
+             lease_until = CASE WHEN :unlock AND lease_token = :token THEN 0 ELSE lease_until END
          WHERE handle = :handle AND (lease_token = :token OR lease_until <= :now) AND {LIVE_VERSION} = :fence"
     );
     let expires = now.saturating_add(idle);
     let mut claimed = tx.prepare_cached(&update)?.execute(named_params! {
         ":fence": put.fence, ":expires": expires, ":handle": put.handle,
-        ":token": put.token.to_le_bytes(), ":now": now,
+        ":token": put.token.to_le_bytes(), ":now": now, ":unlock": unlock,
     })? == 1;
     if !claimed && put.fence == 0 {
         // No row at all (never leased, or swept after our lease expired): a
