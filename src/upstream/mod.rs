@@ -551,8 +551,13 @@ impl Inner {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if notify {
-            let _ = self.changed.send(());
+            self.announce();
         }
+    }
+
+    /// Tells listeners the SDK changed (their tool description did).
+    fn announce(&self) {
+        let _ = self.changed.send(());
     }
 }
 
@@ -574,14 +579,20 @@ fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision
 }
 
 /// One server's first connection, in the background. Its tools join the SDK
-/// when it is up (clients are told); a failure only drops it from the servers
-/// still connecting, which no description shows, so nobody is told.
+/// when it is up; clients are told when they may have listed the tools
+/// without them. A failure only drops it from the servers still connecting,
+/// which no description shows, so nobody is told.
 async fn first_connect(inner: Arc<Inner>, name: String) {
     let Some(upstream) = inner.upstreams.get(&name) else {
         return;
     };
     let changed = inner.reconnect(upstream).await;
-    inner.rebuild_sdk(changed);
+    inner.rebuild_sdk(false);
+    // Checked after the rebuild: if the wait had not elapsed by then, every
+    // list answered (all after the wait) already has these tools.
+    if changed && inner.startup.wait_elapsed() {
+        inner.announce();
+    }
     inner.startup.one_done();
 }
 

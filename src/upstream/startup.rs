@@ -33,6 +33,13 @@ impl Startup {
         self.pending.send_modify(|n| *n = n.saturating_sub(1));
     }
 
+    /// Whether requests stopped waiting for the servers still connecting.
+    /// Before that, no tool list has been answered, so a change needs no
+    /// `tools/list_changed`: the first answer will include it.
+    pub(super) fn wait_elapsed(&self) -> bool {
+        self.launched.elapsed() >= self.wait
+    }
+
     pub(super) fn wait_ms(&self) -> u128 {
         self.wait.as_millis()
     }
