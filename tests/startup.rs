@@ -3,7 +3,7 @@
 //! `CODEMCP_STARTUP_WAIT_MS`; an upstream that comes up later joins (the
 //! client is told with `tools/list_changed`), and calling its tools before
 //! then says it is still connecting. Real processes: the `everything` server,
-//! one that never answers its handshake, one that starts late.
+//! one that never answers its handshake, one that starts late; stdio and HTTP.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
@@ -11,8 +11,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use rmcp::model::ReadResourceRequestParams;
 use serde_json::{Value, json};
-use support::{Setup, everything};
+use support::{Setup, everything, http_connect, start_http};
 
 /// A stdio "server" that never says a word: its handshake never finishes.
 fn silent() -> Value {
@@ -59,9 +60,9 @@ async fn a_silent_upstream_delays_tools_list_only_by_the_startup_wait() {
 
 #[tokio::test]
 async fn a_late_upstream_joins_and_clients_are_told() {
-    let setup = Setup::new(json!({"everything": everything(), "late": late(3)}));
+    let setup = Setup::new(json!({"everything": everything(), "late": late(5)}));
     let launched = Instant::now();
-    let client = setup.stdio(&[("CODEMCP_STARTUP_WAIT_MS", "1500")]).await;
+    let client = setup.stdio(&[("CODEMCP_STARTUP_WAIT_MS", "3000")]).await;
     assert!(launched.elapsed() < Duration::from_secs(2));
 
     let description = client.description().await;
@@ -101,4 +102,29 @@ async fn a_late_upstream_joins_and_clients_are_told() {
     let ran = client.exec("late_echo(message='now')").await;
     assert!(!ran.is_error, "{}", ran.text);
     assert!(ran.text.contains("now"), "{}", ran.text);
+}
+
+#[tokio::test]
+async fn over_http_the_sdk_read_waits_for_the_startup_wait_only() {
+    let launched = Instant::now();
+    let servers = json!({"everything": everything(), "silent": silent()});
+    let gateway = start_http(servers, &[("CODEMCP_STARTUP_WAIT_MS", "3000")]).await;
+    let client = http_connect(&gateway.url).await;
+    let initialized = launched.elapsed();
+    assert!(
+        initialized < Duration::from_secs(2),
+        "serving and initialize took {initialized:?}"
+    );
+
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("codemcp://sdk.pyi"))
+        .await
+        .expect("resources/read");
+    let read_after = launched.elapsed();
+    assert!(
+        read_after >= Duration::from_millis(3000) && read_after < Duration::from_secs(6),
+        "the SDK was read after {read_after:?}, expected about the 3 s startup wait"
+    );
+    let text = serde_json::to_string(&read).expect("json");
+    assert!(text.contains("def everything_echo("), "{text}");
 }
