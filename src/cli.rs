@@ -119,8 +119,14 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         tool_timeout: settings.upstream.tool_timeout,
         max_message: settings.upstream.max_tool_result_bytes,
         policy_default: settings.authority.policy_default,
+        startup_wait: settings.upstream.startup_wait,
     };
-    let catalog = Catalog::connect(&upstreams, limits).await;
+    // Serving answers `initialize` at once and lets upstreams join as they
+    // come; one-shots need them all, so they wait (each up to its timeout).
+    let catalog = match &cli.command {
+        None | Some(Command::Serve { .. }) => Catalog::start(&upstreams, limits),
+        Some(_) => Catalog::connect(&upstreams, limits).await,
+    };
     match cli.command.unwrap_or(Command::Serve { http: None }) {
         Command::Serve { http: None } => {
             let executor = exec::build(&settings, Transport::Stdio)
@@ -241,6 +247,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
             .handshake_ms
             .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
         match &status.error {
+            None if status.connecting => println!("  {:<20} still connecting", status.name),
             None => println!(
                 "  {:<20} connected  {:>4} tools  handshake {handshake}",
                 status.name, status.tools

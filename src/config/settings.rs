@@ -108,6 +108,13 @@ pub struct UpstreamSettings {
     #[arg(value_name = "SIZE", default_value = "16MiB")]
     #[arg(global = true, value_parser = Lenient::new(size))]
     pub max_tool_result_bytes: usize,
+    /// How long the first `tools/list`, `execute_python` call or SDK read
+    /// waits for upstreams still connecting after launch; `initialize` never
+    /// waits. Those that arrive later join (`tools/list_changed`). 0: no wait.
+    #[arg(long = "startup-wait-ms", env = "CODEMCP_STARTUP_WAIT_MS")]
+    #[arg(value_name = "MS", default_value = "5000")]
+    #[arg(global = true, value_parser = Lenient::new(millis_or_zero))]
+    pub startup_wait: Duration,
 }
 
 /// The limits of one `execute_python` run, whichever engine runs it.

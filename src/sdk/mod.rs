@@ -37,6 +37,40 @@ pub struct Sdk {
     /// The last description rendered, with its budget: rmcp asks for the tool
     /// (description included) on every HTTP request, and the SDK never changes.
     description: std::sync::OnceLock<(usize, String)>,
+    /// Servers whose first connection is still being made. Only errors read
+    /// it: the description, stub and search stay a function of the tools.
+    connecting: Vec<Connecting>,
+}
+
+/// A configured server that has not finished its first handshake yet, so
+/// its tools are not in the SDK but will be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connecting {
+    pub server: String,
+    pub since: std::time::Instant,
+}
+
+impl Connecting {
+    /// Whether `name` (`<server>_<tool>`, or `server.tool`) names one of its tools.
+    fn owns(&self, name: &str) -> bool {
+        let base = naming::normalize(&self.server);
+        let py = name
+            .strip_prefix(base.as_str())
+            .is_some_and(|rest| rest.starts_with('_'));
+        let qualified = name
+            .strip_prefix(self.server.as_str())
+            .is_some_and(|rest| rest.starts_with('.'));
+        py || qualified
+    }
+
+    /// What a snippet that reached for one of its tools is told.
+    pub fn message(&self) -> String {
+        format!(
+            "server '{}' is still connecting (started {} ms ago); try again shortly",
+            self.server,
+            self.since.elapsed().as_millis()
+        )
+    }
 }
 
 impl Sdk {
@@ -61,7 +95,23 @@ impl Sdk {
             functions,
             index,
             description: std::sync::OnceLock::new(),
+            connecting: Vec::new(),
         }
+    }
+
+    /// The same SDK, knowing which servers are still connecting.
+    pub fn with_connecting(mut self, connecting: Vec<Connecting>) -> Sdk {
+        self.connecting = connecting;
+        self
+    }
+
+    /// The still-connecting server whose tool `name` would be, when no
+    /// connected tool has that name.
+    pub fn connecting_for(&self, name: &str) -> Option<&Connecting> {
+        if self.lookup(name).is_some() {
+            return None;
+        }
+        self.connecting.iter().find(|c| c.owns(name))
     }
 
     pub fn functions(&self) -> &[SdkFunction] {

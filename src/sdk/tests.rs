@@ -481,3 +481,34 @@ mod fastmcp_wrappers {
         assert!(!sdk.get("odd_slow").expect("function").unwrap_result);
     }
 }
+
+#[test]
+fn servers_still_connecting_explain_their_names_but_change_no_text() {
+    let tools = [tool("files", "read", json!({"type": "object"}))];
+    let plain = Sdk::build(&tools);
+    let connecting = Sdk::build(&tools).with_connecting(vec![Connecting {
+        server: "GitHub".into(),
+        since: std::time::Instant::now(),
+    }]);
+    assert_eq!(plain.description(4000), connecting.description(4000));
+    assert_eq!(plain.stub(), connecting.stub());
+    let owner = |name: &str| connecting.connecting_for(name).map(|c| c.server.as_str());
+    assert_eq!(owner("git_hub_search_issues"), Some("GitHub"));
+    assert_eq!(owner("GitHub.searchIssues"), Some("GitHub"));
+    assert_eq!(
+        owner("files_read"),
+        None,
+        "a connected tool is not affected"
+    );
+    assert_eq!(owner("git_hubx"), None);
+    assert_eq!(owner("other"), None);
+    let message = connecting
+        .connecting_for("git_hub_x")
+        .map(Connecting::message)
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("server 'GitHub' is still connecting (started ")
+            && message.ends_with(" ms ago); try again shortly"),
+        "{message}"
+    );
+}

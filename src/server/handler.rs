@@ -438,6 +438,8 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
+        self.shared.catalog.ready().await;
         let identity = Identity::of_request(&context);
         Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]))
     }
@@ -452,6 +454,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.shared.catalog.ready().await;
         if request.name != TOOL_NAME {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -491,6 +494,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        self.shared.catalog.ready().await;
         if request.uri != SDK_URI {
             return Err(ErrorData::resource_not_found(
                 format!("no resource '{}'", request.uri),

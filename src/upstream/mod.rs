@@ -1,14 +1,16 @@
 //! The upstream MCP servers: one rmcp client each, merged into one [`Catalog`]
 //! that the engines call through and that owns the current SDK.
 //!
-//! Servers connect concurrently; one that fails its handshake is reported and
-//! skipped, never blocking the others. A server that died is reconnected on the
+//! Servers connect concurrently and in the background (see `startup`); one
+//! that fails its handshake is reported and skipped, never blocking the others,
+//! and one that finishes late joins the SDK then. A server that died is reconnected on the
 //! next call (with backoff), and `tools/list_changed` from any server rebuilds
 //! the SDK and tells our own clients.
 
 mod child;
 mod connection;
 mod result;
+mod startup;
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -24,7 +26,7 @@ use self::connection::{Backoff, Client};
 use crate::config::{ServerConfig, SkippedServer, UpstreamConfig};
 use crate::exec::{ToolFailure, ToolHost};
 use crate::policy::{self, Decision, Overrides};
-use crate::sdk::Sdk;
+use crate::sdk::{Connecting, Sdk};
 use crate::tooldef::ToolDef;
 
 pub use self::result::tool_value;
@@ -85,6 +87,8 @@ pub struct UpstreamLimits {
     pub max_message: usize,
     /// `CODEMCP_POLICY_DEFAULT`: for tools no rule or annotation decides.
     pub policy_default: Decision,
+    /// `CODEMCP_STARTUP_WAIT_MS`: how long [`Catalog::ready`] waits after launch.
+    pub startup_wait: Duration,
 }
 
 /// One connection as a call uses it.
@@ -99,6 +103,8 @@ struct Live {
 pub struct ServerStatus {
     pub name: String,
     pub connected: bool,
+    /// Its first connection attempt has not finished yet.
+    pub connecting: bool,
     pub tools: usize,
     pub handshake_ms: Option<u64>,
     pub error: Option<String>,
@@ -122,6 +128,7 @@ struct Inner {
     max_message: usize,
     policy_default: Decision,
     changes_tx: mpsc::UnboundedSender<String>,
+    startup: startup::Startup,
 }
 
 struct Upstream {
@@ -151,8 +158,18 @@ impl Conn {
 }
 
 impl Catalog {
-    /// Connects every configured server concurrently and builds the SDK.
+    /// Connects every configured server concurrently, waits for every
+    /// handshake to finish (or time out), and builds the SDK: for one-shots.
     pub async fn connect(config: &UpstreamConfig, limits: UpstreamLimits) -> Self {
+        let catalog = Self::start(config, limits);
+        catalog.inner.startup.all_done().await;
+        catalog
+    }
+
+    /// Starts connecting every configured server in the background and
+    /// returns at once, with no tools yet: for serving, where `initialize`
+    /// must not wait. [`Catalog::ready`] waits for them, bounded.
+    pub fn start(config: &UpstreamConfig, limits: UpstreamLimits) -> Self {
         for skipped in &config.skipped {
             tracing::warn!(target: "codemcp::upstream", server = %skipped.name, reason = %skipped.reason, "upstream skipped");
         }
@@ -164,6 +181,7 @@ impl Catalog {
                 let status = ServerStatus {
                     name: server.name.clone(),
                     connected: false,
+                    connecting: true,
                     tools: 0,
                     handshake_ms: None,
                     error: None,
@@ -193,20 +211,27 @@ impl Catalog {
                 max_message: limits.max_message,
                 policy_default: limits.policy_default,
                 changes_tx,
+                startup: startup::Startup::new(config.servers.len(), limits.startup_wait),
             }),
         };
-        let connects = catalog
-            .inner
-            .upstreams
-            .values()
-            .map(|u| catalog.inner.reconnect(u));
-        futures::future::join_all(connects).await;
-        catalog.inner.rebuild_sdk();
+        // The SDK already knows which servers are still connecting.
+        catalog.inner.rebuild_sdk(false);
+        for name in catalog.inner.upstreams.keys() {
+            tokio::spawn(first_connect(catalog.inner.clone(), name.clone()));
+        }
+        tokio::spawn(report_startup(Arc::downgrade(&catalog.inner)));
         tokio::spawn(refresh_on_change(
             Arc::downgrade(&catalog.inner),
             changes_rx,
         ));
         catalog
+    }
+
+    /// Waits until every server's first connection attempt finished, or
+    /// until `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
+    /// Requests that need the tools await this; `initialize` does not.
+    pub async fn ready(&self) {
+        self.inner.startup.ready().await;
     }
 
     /// The SDK for the tools known right now.
@@ -240,7 +265,7 @@ impl Catalog {
             })
             .filter(|t| t.policy != Decision::Deny)
             .collect();
-        Arc::new(Sdk::build(&tools))
+        Arc::new(Sdk::build(&tools).with_connecting(self.inner.connecting()))
     }
 
     /// The policy of `server`'s `tool` for a principal with `overrides`.
@@ -427,7 +452,7 @@ impl Inner {
         }
         tracing::info!(target: "codemcp::upstream", server = %name, "reconnecting upstream");
         if self.reconnect(upstream).await {
-            self.rebuild_sdk();
+            self.rebuild_sdk(true);
         }
         let conn = upstream.conn.lock().await;
         conn.live().ok_or_else(|| UpstreamError::Down {
@@ -460,6 +485,7 @@ impl Inner {
         let mut status = ServerStatus {
             name: name.clone(),
             connected: false,
+            connecting: false,
             tools: 0,
             handshake_ms: Some(handshake_ms),
             error: None,
@@ -498,8 +524,21 @@ impl Inner {
         status.error = Some(reason.to_owned());
     }
 
-    /// Rebuilds the SDK from every server's tools; tells listeners if it changed.
-    fn rebuild_sdk(&self) {
+    /// The servers whose first connection attempt has not finished.
+    fn connecting(&self) -> Vec<Connecting> {
+        self.upstreams
+            .values()
+            .filter(|u| read(&u.status).connecting)
+            .map(|u| Connecting {
+                server: u.config.name.clone(),
+                since: self.startup.launched(),
+            })
+            .collect()
+    }
+
+    /// Rebuilds the SDK from every server's tools; with `notify`, tells
+    /// listeners (their tool description changed).
+    fn rebuild_sdk(&self, notify: bool) {
         // Denied tools do not exist for the agent.
         let tools: Vec<ToolDef> = self
             .upstreams
@@ -507,10 +546,17 @@ impl Inner {
             .flat_map(|u| read(&u.tools).clone())
             .filter(|t| t.policy != Decision::Deny)
             .collect();
-        let sdk = Arc::new(Sdk::build(&tools));
+        let sdk = Arc::new(Sdk::build(&tools).with_connecting(self.connecting()));
         *write(&self.sdk) = sdk;
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if notify {
+            self.announce();
+        }
+    }
+
+    /// Tells listeners the SDK changed (their tool description did).
+    fn announce(&self) {
         let _ = self.changed.send(());
     }
 }
@@ -532,6 +578,37 @@ fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision
     changed
 }
 
+/// One server's first connection, in the background. Its tools join the SDK
+/// when it is up; clients are told when they may have listed the tools
+/// without them. A failure only drops it from the servers still connecting,
+/// which no description shows, so nobody is told.
+async fn first_connect(inner: Arc<Inner>, name: String) {
+    let Some(upstream) = inner.upstreams.get(&name) else {
+        return;
+    };
+    let changed = inner.reconnect(upstream).await;
+    inner.rebuild_sdk(false);
+    // Checked after the rebuild: if the wait had not elapsed by then, every
+    // list answered (all after the wait) already has these tools.
+    if changed && inner.startup.wait_elapsed() {
+        inner.announce();
+    }
+    inner.startup.one_done();
+}
+
+/// Logs, once, which servers missed the startup wait; they join when up.
+async fn report_startup(inner: Weak<Inner>) {
+    let Some(inner) = inner.upgrade() else {
+        return;
+    };
+    inner.startup.ready().await;
+    if inner.startup.pending() > 0 {
+        let late: Vec<String> = inner.connecting().into_iter().map(|c| c.server).collect();
+        let wait_ms = inner.startup.wait_ms();
+        tracing::info!(target: "codemcp::upstream", servers = ?late, wait_ms, "startup wait elapsed; serving without the servers still connecting, which join when up");
+    }
+}
+
 /// Re-lists a server's tools whenever it says they changed.
 async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedReceiver<String>) {
     while let Some(server) = changes.recv().await {
@@ -550,7 +627,7 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
             Some(Ok(tools)) => {
                 write(&upstream.status).tools = tools.len();
                 if replace_tools(upstream, tools, inner.policy_default) {
-                    inner.rebuild_sdk();
+                    inner.rebuild_sdk(true);
                 }
             }
             Some(Err(e)) => {

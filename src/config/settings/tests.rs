@@ -45,6 +45,7 @@ fn defaults() {
     let s = ok(&[]);
     assert_eq!(s, Settings::default());
     assert_eq!(s.upstream.tool_timeout, Duration::from_secs(60));
+    assert_eq!(s.upstream.startup_wait, Duration::from_secs(5));
     assert_eq!(s.limits.exec_timeout, Duration::from_secs(30));
     assert_eq!(s.limits.max_output_bytes, 1 << 20);
     assert_eq!(s.limits.max_result_bytes, 1 << 20);
@@ -282,8 +283,9 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 36] = [
+const VARIABLES: [&str; 37] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
+    "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
     "CODEMCP_MAX_OUTPUT_BYTES",
     "CODEMCP_MAX_RESULT_BYTES",

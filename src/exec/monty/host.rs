@@ -95,6 +95,10 @@ impl SuspensionHost {
                 Some(f.summary.clone()),
             )));
         }
+        if self.sdk.connecting_for(name).is_some() {
+            // Callable, so that calling it says why it is not there yet.
+            return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
+        }
         match classify_missing_name(name) {
             Some(reason) => Err(unsupported(reason)),
             None => Ok(NameLookupResult::Undefined),
@@ -113,6 +117,10 @@ impl SuspensionHost {
             return CallDecision::Reply(self.describe_tool(args));
         }
         let Some(function) = self.sdk.get(name) else {
+            if let Some(connecting) = self.sdk.connecting_for(name) {
+                let exc = exception(ExcType::RuntimeError, connecting.message());
+                return CallDecision::Reply(ExtFunctionResult::Error(exc));
+            }
             return match classify_missing_name(name) {
                 Some(reason) => {
                     let (verdict, exc) = unsupported(reason);
@@ -226,11 +234,14 @@ impl SuspensionHost {
         };
         match self.sdk.describe(&name) {
             Some(doc) => to_monty(&doc).into(),
-            None => exception(
-                ExcType::KeyError,
-                format!("no tool named '{name}'; search_tools(query) lists the available ones"),
-            )
-            .into(),
+            None => match self.sdk.connecting_for(&name) {
+                Some(connecting) => exception(ExcType::KeyError, connecting.message()).into(),
+                None => exception(
+                    ExcType::KeyError,
+                    format!("no tool named '{name}'; search_tools(query) lists the available ones"),
+                )
+                .into(),
+            },
         }
     }
 }

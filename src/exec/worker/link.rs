@@ -189,10 +189,13 @@ impl WorkerLink {
                     .ok_or_else(|| bad("no run is active".into()))?;
                 sdk.describe(&params.name).ok_or_else(|| RpcError {
                     code: TOOL_FAILED,
-                    message: format!(
-                        "no tool named '{}'; search_tools(query) lists the available ones",
-                        params.name
-                    ),
+                    message: match sdk.connecting_for(&params.name) {
+                        Some(connecting) => connecting.message(),
+                        None => format!(
+                            "no tool named '{}'; search_tools(query) lists the available ones",
+                            params.name
+                        ),
+                    },
                 })
             }
             other => Err(RpcError {
