@@ -89,10 +89,12 @@ impl Executor {
     ) -> Execution {
         let engine = &self.engine;
         let holds = |id, version| engine.holds(id, version);
+        let started = Instant::now();
         let begun = match self.sessions.begin(session, owner, &mut run, &holds).await {
             Ok(begun) => begun,
             Err(refused) => return refused,
         };
+        tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), "session begun (lease, load)");
         self.run_begun(begun, run, tools, control, None).await
     }
 
@@ -107,7 +109,10 @@ impl Executor {
         resumed: Option<&Parked>,
     ) -> Execution {
         let (code, wall) = (run.code.clone(), run.wall);
+        let started = Instant::now();
         let mut execution = self.engine.run(begun.id, run, tools, control).await;
+        tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), "engine run");
+        let started = Instant::now();
         if let Some(parked) = resumed {
             // Its output and calls before it parked come first; the call it
             // parked at was counted then and again on resuming.
@@ -119,6 +124,7 @@ impl Executor {
         } else {
             self.sessions.finish(begun, &mut execution).await;
         }
+        tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), "session saved and released");
         execution
     }
 

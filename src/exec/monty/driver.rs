@@ -180,7 +180,12 @@ pub fn run(job: Job) -> Finished {
     let side_effects = driver.host.side_effects;
     let (stdout, truncated) = driver.out.finish();
     let snapshot = match &repl {
-        Some(repl) if job.dump => Some(snapshot::dump(repl)),
+        Some(repl) if job.dump => {
+            let started = Instant::now();
+            let dumped = snapshot::dump(repl);
+            tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), "session dumped");
+            Some(dumped)
+        }
         _ => None,
     };
     Finished {

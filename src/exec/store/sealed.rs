@@ -165,7 +165,9 @@ impl<B: Backend> Sealed<B> {
             });
         }
         let version = lease.fence + 1;
+        let sealing = std::time::Instant::now();
         let record = seal::seal(&self.key, &lease.handle, owner, version, &snapshot);
+        tracing::trace!(target: "codemcp::timing", us = sealing.elapsed().as_micros(), bytes = record.len(), "session sealed");
         let (handle, token, fence) = (&lease.handle, lease.token, lease.fence);
         let written = if release {
             self.backend
