@@ -49,6 +49,8 @@ pub(crate) struct SqliteBackend {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
     limits: StoreLimits,
+    /// Written since the last checkpoint.
+    dirty: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SqliteBackend {
@@ -74,7 +76,8 @@ impl SqliteBackend {
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = NORMAL;
              PRAGMA foreign_keys = ON;
-             PRAGMA journal_size_limit = 1048576;",
+             PRAGMA journal_size_limit = 1048576;
+             PRAGMA wal_autocheckpoint = 0;",
         )
         .map_err(|e| fail(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
@@ -82,7 +85,9 @@ impl SqliteBackend {
             path: path.to_owned(),
             conn: Arc::new(Mutex::new(conn)),
             limits,
+            dirty: Arc::default(),
         };
+        checkpoint_now_and_then(&backend);
         // One bounded sweep now; the store's sweeper does the rest.
         backend
             .with_conn(|conn| sweep_batch(conn, now_ms()))
@@ -108,27 +113,53 @@ impl SqliteBackend {
     ) -> BoxFuture<'static, Result<bool, StoreError>> {
         // A fence past i64 matches no stored version: the write is refused.
         let fence = i64::try_from(fence).ok();
-        let handle = handle.as_str().to_owned();
+        let put = Put {
+            handle: handle.as_str().to_owned(),
+            token,
+            fence: fence.unwrap_or(-1),
+            record,
+        };
         let idle = Self::ms(self.limits.idle);
-        self.blocking(move |conn, now| {
-            let written = match fence {
-                Some(fence) => {
-                    let put = Put {
-                        handle: handle.clone(),
-                        token,
-                        fence,
-                        record,
-                    };
-                    put_row(conn, &put, now, idle, unlock)?
-                }
-                None => false,
-            };
+        self.quick(move |conn, now| {
+            let written = put.fence >= 0 && put_row(conn, &put, now, idle, unlock)?;
             // A write that went in freed the lease in its own transaction.
             if unlock && !written {
-                unlock_row(conn, &handle, token, now)?;
+                unlock_row(conn, &put.handle, token, now)?;
             }
             Ok(written)
         })
+    }
+
+    /// Runs `job` here and now when the connection is free and no other
+    /// process holds the write lock: a hot-path statement takes tens of µs,
+    /// less than handing it to another thread and back. Otherwise, or when
+    /// SQLite answers busy, on the blocking pool (where it may wait).
+    /// Every job is safe to run again after a busy answer: its writes are one
+    /// transaction, or idempotent. Checkpoints, the one slow thing a commit
+    /// could do, run on the blocking pool (see `checkpoint_now_and_then`).
+    fn quick<T: Send + 'static>(
+        &self,
+        job: impl Fn(&mut Connection, i64) -> rusqlite::Result<T> + Send + Sync + 'static,
+    ) -> BoxFuture<'static, Result<T, StoreError>> {
+        if let Some(mut conn) = self.conn.try_lock()
+            && conn.busy_timeout(Duration::ZERO).is_ok()
+        {
+            let done = job(&mut conn, now_ms());
+            let restored = conn.busy_timeout(BUSY_TIMEOUT);
+            drop(conn);
+            self.dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+            match done {
+                Err(e) if is_busy(&e) => {}
+                done => {
+                    let path = self.path.clone();
+                    let done = restored
+                        .and(done)
+                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())));
+                    return futures::future::ready(done).boxed();
+                }
+            }
+        }
+        self.blocking(job)
     }
 
     /// Runs `job` on the blocking pool: SQLite calls may wait on the disk or
@@ -139,11 +170,13 @@ impl SqliteBackend {
     ) -> BoxFuture<'static, Result<T, StoreError>> {
         let conn = Arc::clone(&self.conn);
         let path = self.path.clone();
+        let dirty = self.dirty.clone();
         async move {
             let ran = tokio::task::spawn_blocking(move || {
                 // A panic while holding the lock cannot leave a statement half
                 // done (SQLite rolls it back), so a poisoned lock is usable.
                 let mut conn = conn.lock();
+                dirty.store(true, std::sync::atomic::Ordering::Relaxed);
                 job(&mut conn, now_ms())
             })
             .await;
@@ -159,6 +192,47 @@ impl SqliteBackend {
     fn ms(d: Duration) -> i64 {
         i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
     }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// How often the WAL is copied into the database. Commits never do it
+/// themselves (`wal_autocheckpoint = 0`), since it syncs the disk and some
+/// commits run on the async runtime's threads.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// Checkpoints the WAL on the blocking pool while anything was written, for
+/// as long as the backend lives (needs a Tokio runtime; without one the WAL
+/// is checkpointed when the last connection closes).
+fn checkpoint_now_and_then(backend: &SqliteBackend) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (conn, dirty) = (Arc::downgrade(&backend.conn), backend.dirty.clone());
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        loop {
+            tick.tick().await;
+            let Some(conn) = conn.upgrade() else { return };
+            if !dirty.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                continue;
+            }
+            let done = tokio::task::spawn_blocking(move || {
+                conn.lock()
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            })
+            .await;
+            if let Ok(Err(e)) = done {
+                tracing::debug!(target: "codemcp::session", error = %e, "WAL checkpoint failed; the next one retries");
+                dirty.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
 }
 
 fn now_ms() -> i64 {
@@ -271,9 +345,14 @@ fn put_row(
     if !claimed {
         return Ok(false);
     }
-    let write = "INSERT OR REPLACE INTO records (handle, record) VALUES (:handle, :record)";
-    tx.prepare_cached(write)?
-        .execute(named_params! { ":handle": put.handle, ":record": put.record })?;
+    // An update in place, where a row is there, is cheaper than REPLACE's
+    // delete and insert.
+    let params = named_params! { ":handle": put.handle, ":record": put.record };
+    let update = "UPDATE records SET record = :record WHERE handle = :handle";
+    if tx.prepare_cached(update)?.execute(params)? == 0 {
+        let insert = "INSERT INTO records (handle, record) VALUES (:handle, :record)";
+        tx.prepare_cached(insert)?.execute(params)?;
+    }
     tx.commit()?;
     Ok(true)
 }
@@ -330,7 +409,7 @@ impl Backend for SqliteBackend {
         max_len: usize,
     ) -> BoxFuture<'a, Result<Fetched, StoreError>> {
         let (handle, idle) = (handle.as_str().to_owned(), Self::ms(self.limits.idle));
-        self.blocking(move |conn, now| fetch_row(conn, &handle, max_len, now, idle))
+        self.quick(move |conn, now| fetch_row(conn, &handle, max_len, now, idle))
     }
 
     fn try_lock<'a>(
@@ -339,7 +418,7 @@ impl Backend for SqliteBackend {
         token: u128,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         let (handle, ttl) = (handle.as_str().to_owned(), Self::ms(self.limits.lease_ttl));
-        self.blocking(move |conn, now| lock_row(conn, &handle, token, now, ttl))
+        self.quick(move |conn, now| lock_row(conn, &handle, token, now, ttl))
     }
 
     fn put<'a>(
@@ -368,7 +447,7 @@ impl Backend for SqliteBackend {
         token: u128,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let handle = handle.as_str().to_owned();
-        self.blocking(move |conn, now| unlock_row(conn, &handle, token, now))
+        self.quick(move |conn, now| unlock_row(conn, &handle, token, now))
     }
 
     fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
