@@ -687,3 +687,30 @@ async fn file_survives_a_killed_writer() {
         Err(StoreError::Busy)
     ));
 }
+
+/// Another process in the middle of a write: the store's statements, which
+/// first try without waiting, wait for it instead of failing.
+#[tokio::test]
+async fn a_write_lock_held_by_another_process_is_waited_for_not_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("sessions.sqlite3");
+    let store = open(&StoreSpec::File(db.clone()), key(), limits(60_000, 60_000)).expect("open");
+    let h = Handle::mint();
+    let mut lease = store.acquire(&h, Duration::ZERO).await.expect("acquire");
+    let other = rusqlite::Connection::open(&db).expect("a second connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        other.execute_batch("COMMIT").expect("commit");
+    });
+    let started = Instant::now();
+    store
+        .save(&mut lease, &Owner::anonymous(), snap("after the other writer"))
+        .await
+        .expect("the save waits for the lock, then goes in");
+    assert!(started.elapsed() >= Duration::from_millis(50), "it did wait");
+    holder.join().expect("holder");
+    store.release(lease).await.expect("release");
+    let stored = store.load(&h).await.expect("load").expect("stored");
+    assert_eq!(stored.snapshot.payload, b"after the other writer");
+}
