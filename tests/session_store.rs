@@ -698,17 +698,26 @@ async fn a_write_lock_held_by_another_process_is_waited_for_not_failed() {
     let h = Handle::mint();
     let mut lease = store.acquire(&h, Duration::ZERO).await.expect("acquire");
     let other = rusqlite::Connection::open(&db).expect("a second connection");
-    other.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
     let holder = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         other.execute_batch("COMMIT").expect("commit");
     });
     let started = Instant::now();
     store
-        .save(&mut lease, &Owner::anonymous(), snap("after the other writer"))
+        .save(
+            &mut lease,
+            &Owner::anonymous(),
+            snap("after the other writer"),
+        )
         .await
         .expect("the save waits for the lock, then goes in");
-    assert!(started.elapsed() >= Duration::from_millis(50), "it did wait");
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "it did wait"
+    );
     holder.join().expect("holder");
     store.release(lease).await.expect("release");
     let stored = store.load(&h).await.expect("load").expect("stored");

@@ -26,7 +26,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
         let gateway = runtime.block_on(async {
             let config = UpstreamConfig { path: None, servers: Vec::new(), skipped: Vec::new() };
-            let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20, policy_default: codemcp::policy::Decision::Allow };
+            let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20, policy_default: codemcp::policy::Decision::Allow, startup_wait: Duration::ZERO };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
             Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact, codemcp::server::Authority::default()))
@@ -39,6 +39,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
     let (runtime, gateway) = world();
     let arguments = value.as_object().cloned();
-    let caller = Caller { identity: Identity::of_token(None), lasting: true, asker: Asker::Nobody };
+    let caller = Caller { identity: Identity::of_token(None), lasting: true, asker: Asker::Nobody, park: false };
     let _ = runtime.block_on(gateway.execute(arguments.as_ref(), caller, RunControl::default()));
 });
