@@ -205,6 +205,42 @@ async fn a_session_takes_its_variables_along_when_it_escalates() {
 }
 
 #[tokio::test]
+async fn a_session_takes_its_functions_and_imports_along_when_it_escalates() {
+    let client = Setup::new(json!({"everything": everything()}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    // `tally` counts the calls of `bump`: `noisy`'s default calls it once, in
+    // Monty. `noisy` is not carried (its signature calls), so it stays at 1.
+    let ran = client
+        .exec(
+            "import json\ntally = 0\ndef scale(x, k=3):\n    return x * k\n\
+             def scale(x, k=2):\n    return x * k\n\
+             def add(a, b):\n    return everything_get_sum(a=a, b=b)\n\
+             def bump():\n    global tally\n    tally += 1\n    return 1\n\
+             def noisy(x=bump()):\n    return x\n\
+             if tally == 1:\n    flag = True\nfor i, word in enumerate(['a']):\n    pass",
+        )
+        .await;
+    assert_eq!(ran.structured["engine"], "monty", "{}", ran.text);
+    assert!(ran.structured["error"].is_null(), "{}", ran.text);
+    // A feature Monty lacks (inheritance): the run moves to CPython, where
+    // the functions, the import and the variables are all there.
+    let ran = client
+        .exec(
+            "class A(dict):\n    pass\n[scale(21), add(1, 2), json.dumps(A(w=word)), flag, i, tally]",
+        )
+        .await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    assert_eq!(
+        ran.result(),
+        &json!([42, "The sum of 1 and 2 is 3.", "{\"w\": \"a\"}", true, 0, 1]),
+        "{}",
+        ran.text
+    );
+    assert!(ran.structured["warnings"].is_null(), "{}", ran.text);
+}
+
+#[tokio::test]
 async fn idle_workers_stop_with_their_session_state() {
     let client = Setup::new(json!({}))
         .stdio(&[

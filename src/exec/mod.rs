@@ -12,6 +12,7 @@ mod persistence;
 pub mod router;
 pub(crate) mod session_table;
 pub mod store;
+pub mod syntax;
 pub mod worker;
 
 pub use self::build::{ExecError, Transport, build};

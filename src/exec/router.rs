@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::monty::classify::{ImportVerdict, classify_import};
+use super::syntax;
 use super::worker::WorkerEngine;
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, Saved, SessionId, Snapshot, SnapshotKind,
@@ -26,9 +27,37 @@ pub struct Router {
     /// Said when there is no fallback: how to enable one.
     no_fallback_hint: String,
     escalated: Mutex<HashSet<SessionId>>,
-    /// Top-level names each session's Monty snippets assigned: what to carry
-    /// over on escalation (Monty has no `globals()` to ask).
-    assigned: Mutex<HashMap<SessionId, BTreeSet<String>>>,
+    /// What each session's Monty snippets left that can go along on
+    /// escalation (Monty has no `globals()` to ask).
+    carried: Mutex<HashMap<SessionId, Carried>>,
+}
+
+/// A Monty session's state as CPython can take it over.
+#[derive(Default)]
+struct Carried {
+    /// Top-level names assigned: their JSON-able values go along.
+    names: BTreeSet<String>,
+    /// Imports and side-effect-free function definitions, in order, the
+    /// latest of each name only: run again in CPython first.
+    definitions: Vec<(String, String)>,
+}
+
+impl Carried {
+    fn add(&mut self, outline: syntax::Outline) {
+        self.names.extend(outline.assigned);
+        for (name, source) in outline.definitions {
+            let key = if name.is_empty() { &source } else { &name };
+            self.definitions
+                .retain(|(n, s)| if n.is_empty() { s != key } else { n != key });
+            self.definitions.push((name, source));
+        }
+    }
+
+    /// The definitions as one snippet.
+    fn prelude(&self) -> Option<String> {
+        let sources: Vec<&str> = self.definitions.iter().map(|(_, s)| s.as_str()).collect();
+        (!sources.is_empty()).then(|| sources.join("\n"))
+    }
 }
 
 impl Router {
@@ -42,25 +71,25 @@ impl Router {
             fallback,
             no_fallback_hint,
             escalated: Mutex::default(),
-            assigned: Mutex::default(),
+            carried: Mutex::default(),
         }
     }
 
-    fn assigned(&self) -> parking_lot::MutexGuard<'_, HashMap<SessionId, BTreeSet<String>>> {
-        self.assigned.lock()
+    fn carried(&self) -> parking_lot::MutexGuard<'_, HashMap<SessionId, Carried>> {
+        self.carried.lock()
     }
 
     /// The session's Monty variables that survive a JSON round trip.
     async fn monty_globals(
         &self,
         session: SessionId,
+        names: &BTreeSet<String>,
         tools: Arc<dyn ToolHost>,
     ) -> Option<Map<String, Value>> {
-        let names = self.assigned().remove(&session)?;
         if names.is_empty() {
             return None;
         }
-        let export = Run::new(export_snippet(&names), Duration::from_secs(5));
+        let export = Run::new(export_snippet(names), Duration::from_secs(5));
         let execution = self
             .monty
             .run(session, export, tools, RunControl::default())
@@ -148,8 +177,9 @@ impl Router {
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
+        let outline = syntax::outline(&run.code);
         if let Some(fallback) = &self.fallback
-            && let Some(reason) = unsupported_import(&run.code)
+            && let Some(reason) = unsupported_import(&outline.imports)
         {
             // Found before running: no tool call can have happened yet.
             return self
@@ -161,10 +191,7 @@ impl Router {
             .run(session, run.clone(), tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
-            self.assigned()
-                .entry(session)
-                .or_default()
-                .extend(assigned_names(&run.code));
+            self.carried().entry(session).or_default().add(outline);
         }
         let Some(error) = execution
             .error
@@ -211,7 +238,32 @@ impl Router {
     ) -> Execution {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
         self.escalated().insert(session);
-        let globals = self.monty_globals(session, tools.clone()).await;
+        let carried = self.carried().remove(&session).unwrap_or_default();
+        let mut globals = self
+            .monty_globals(session, &carried.names, tools.clone())
+            .await;
+        let mut warning = None;
+        if let Some(prelude) = carried.prelude() {
+            // Its imports and functions go along by running them again:
+            // definitions without side effects, so nothing happens twice.
+            let define = Run::new(prelude, Duration::from_secs(10));
+            let ran = fallback
+                .run_with_globals(
+                    session,
+                    define,
+                    tools.clone(),
+                    RunControl::default(),
+                    globals.take(),
+                )
+                .await;
+            if let Some(error) = ran.execution.error {
+                warning = Some(format!(
+                    "this session's functions and imports could not all be set up in CPython ({}: {}); \
+                     define again what the code needs",
+                    error.exc_type, error.message
+                ));
+            }
+        }
         // The session's state comes along as `globals`, not as a snapshot.
         let run = Run {
             saved: None,
@@ -226,6 +278,7 @@ impl Router {
         }
         let mut escalated = ran.execution;
         escalated.escalated = Some(reason);
+        escalated.warnings.extend(warning);
         escalated
     }
 }
@@ -267,7 +320,7 @@ impl Engine for Router {
 
     fn end_session(&self, session: SessionId) {
         self.escalated().remove(&session);
-        self.assigned().remove(&session);
+        self.carried().remove(&session);
         self.monty.end_session(session);
         self.fallback_end(session);
     }
@@ -289,19 +342,12 @@ impl Engine for Router {
     }
 }
 
-/// A module the snippet imports that CPython has and Monty lacks, found by
-/// reading the source before running it.
-fn unsupported_import(code: &str) -> Option<String> {
+/// A module the snippet imports (anywhere in it) that CPython has and Monty
+/// lacks, found before running it.
+fn unsupported_import(imports: &[String]) -> Option<String> {
     let monty_modules = monty::builtin_module_names();
-    for line in code.lines() {
-        let line = line.trim_start();
-        let module = match (line.strip_prefix("import "), line.strip_prefix("from ")) {
-            (Some(rest), _) | (None, Some(rest)) => {
-                rest.split([' ', ',', '.', '\t']).next().unwrap_or_default()
-            }
-            (None, None) => continue,
-        };
-        if module.is_empty() || monty_modules.contains(&module) {
+    for module in imports.iter().map(String::as_str) {
+        if monty_modules.contains(&module) {
             continue;
         }
         if let ImportVerdict::Unsupported { reason } = classify_import(module) {
@@ -309,36 +355,6 @@ fn unsupported_import(code: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// Names a snippet binds at the top level: `x = …`, `x: T = …`, `x += …`,
-/// `a, b = …`. Functions, classes and modules have no JSON form and are skipped.
-fn assigned_names(code: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for line in code.lines() {
-        if line.starts_with(char::is_whitespace) {
-            continue;
-        }
-        let Some((target, rest)) = line.split_once('=') else {
-            continue;
-        };
-        if rest.starts_with('=') || target.ends_with(['=', '!', '<', '>']) {
-            continue; // a comparison, not an assignment
-        }
-        let target = target.split(':').next().unwrap_or_default();
-        let target = target.trim_end_matches(['+', '-', '*', '/', '%', '|', '&', '^', '@']);
-        for name in target.split(',').map(str::trim) {
-            let mut chars = name.chars();
-            let valid = chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if valid && !name.starts_with("__codemcp") {
-                names.push(name.to_owned());
-            }
-        }
-    }
-    names
 }
 
 /// Monty code whose value is a dict of the variables that exist and survive
@@ -358,26 +374,37 @@ fn export_snippet(names: &BTreeSet<String>) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn imports_monty_lacks_are_found_before_running() {
-        assert_eq!(unsupported_import("import json\nimport re"), None);
-        assert!(unsupported_import("x = 1\nif x:\n    import statistics").is_some());
-        assert!(unsupported_import("from enum import Enum").is_some());
-        assert_eq!(
-            unsupported_import("import subprocess"),
-            None,
-            "denied, not escalated"
-        );
-        assert_eq!(
-            unsupported_import("import pandas"),
-            None,
-            "not a standard module"
-        );
+    fn unsupported(code: &str) -> Option<String> {
+        unsupported_import(&syntax::outline(code).imports)
     }
 
     #[test]
-    fn top_level_assignments_are_found() {
-        let code = "x = 1\ny: int = 2\na, b = 3, 4\ntotal += 5\nif x == 1:\n    inner = 6\nprint(x == 2)\ndef f():\n    pass";
-        assert_eq!(assigned_names(code), ["x", "y", "a", "b", "total"]);
+    fn imports_monty_lacks_are_found_before_running() {
+        assert_eq!(unsupported("import json\nimport re"), None);
+        assert!(unsupported("x = 1\nif x:\n    import statistics").is_some());
+        assert!(unsupported("from enum import Enum").is_some());
+        assert!(unsupported("import json, statistics").is_some());
+        assert!(unsupported("def f():\n    import statistics").is_some());
+        assert_eq!(unsupported("s = '''\nimport statistics\n'''"), None);
+        assert_eq!(
+            unsupported("import subprocess"),
+            None,
+            "denied, not escalated"
+        );
+        assert_eq!(unsupported("import pandas"), None, "not a standard module");
+    }
+
+    #[test]
+    fn a_redefined_function_is_carried_once_in_its_latest_form() {
+        let mut carried = Carried::default();
+        carried.add(syntax::outline("import json\ndef f():\n    return 1"));
+        carried.add(syntax::outline(
+            "import json\ndef f():\n    return 2\nx = 3",
+        ));
+        assert_eq!(
+            carried.prelude().as_deref(),
+            Some("import json\ndef f():\n    return 2")
+        );
+        assert!(carried.names.contains("x"));
     }
 }

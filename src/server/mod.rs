@@ -45,8 +45,10 @@ pub enum ServerError {
 
 /// Serves one MCP session on stdin/stdout until the client closes it.
 pub async fn serve_stdio(shared: Arc<GatewayState>) -> Result<(), ServerError> {
+    let catalog = shared.catalog.clone();
     let gateway = Gateway::new_session(shared);
-    let input = stdin::WatchedStdin::new(gateway.closing());
+    let upstreams_ready = Box::pin(async move { catalog.ready().await });
+    let input = stdin::WatchedStdin::new(gateway.closing(), upstreams_ready);
     let running = gateway
         .serve((input, tokio::io::stdout()))
         .await

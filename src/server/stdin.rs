@@ -5,12 +5,15 @@
 //! calling tools) for nobody. But a closed stdin alone is also how a script
 //! that pipes its requests in (`printf … | codemcp`) ends, and it still reads
 //! the answers. So: once stdin ends, the session's runs are cancelled as soon
-//! as nobody reads our stdout any more, and after `DRAIN` at the latest.
+//! as nobody reads our stdout any more, and after `DRAIN` at the latest. The
+//! drain starts once the upstreams are up (or their startup wait is over):
+//! the piped requests wait for them before they run.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -23,17 +26,18 @@ const CHECK_EVERY: Duration = Duration::from_millis(20);
 pub struct WatchedStdin {
     inner: tokio::io::Stdin,
     closed: CancellationToken,
-    ended: bool,
+    /// Resolves when the upstreams are up; taken when stdin ends.
+    upstreams_ready: Option<BoxFuture<'static, ()>>,
 }
 
 impl WatchedStdin {
     /// Cancels `closed` once stdin has ended (or failed) and stdout's reader
     /// is gone, or `DRAIN` after stdin ended.
-    pub fn new(closed: CancellationToken) -> Self {
+    pub fn new(closed: CancellationToken, upstreams_ready: BoxFuture<'static, ()>) -> Self {
         Self {
             inner: tokio::io::stdin(),
             closed,
-            ended: false,
+            upstreams_ready: Some(upstreams_ready),
         }
     }
 }
@@ -52,15 +56,23 @@ impl AsyncRead for WatchedStdin {
             Poll::Ready(Err(_)) => true,
             Poll::Pending => false,
         };
-        if ended && !self.ended {
-            self.ended = true;
-            tokio::spawn(cancel_when_unread(self.closed.clone()));
+        if ended && let Some(ready) = self.upstreams_ready.take() {
+            tokio::spawn(cancel_when_unread(self.closed.clone(), ready));
         }
         polled
     }
 }
 
-async fn cancel_when_unread(closed: CancellationToken) {
+async fn cancel_when_unread(closed: CancellationToken, upstreams_ready: BoxFuture<'static, ()>) {
+    let reader_gone = async {
+        while !crate::process::stdout_reader_gone() && !closed.is_cancelled() {
+            tokio::time::sleep(CHECK_EVERY).await;
+        }
+    };
+    tokio::select! {
+        () = upstreams_ready => {}
+        () = reader_gone => {}
+    }
     let started = tokio::time::Instant::now();
     while !crate::process::stdout_reader_gone()
         && started.elapsed() < DRAIN
