@@ -65,27 +65,38 @@ impl World {
         calls: &[String],
         extra: &[&str],
     ) -> Value {
-        let output = Command::new(python2())
-            .arg(repo().join("tests/clients/approve.py"))
-            .arg(&self.gateway.url)
-            .args(["--mode", mode, "--answers", &json!(answers).to_string()])
-            .args(["--calls", &json!(calls).to_string()])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(Duration::from_secs(90), output)
-            .await
-            .expect("approve.py finishes within 90 s")
-            .expect("approve.py runs");
-        serde_json::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap_or_else(|e| {
-            panic!(
-                "approve.py printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        })
+        approve(&self.gateway.url, mode, answers, calls, extra).await
     }
+}
+
+/// `tests/clients/approve.py URL …`: its JSON report.
+async fn approve(
+    url: &str,
+    mode: &str,
+    answers: &[&str],
+    calls: &[String],
+    extra: &[&str],
+) -> Value {
+    let output = Command::new(python2())
+        .arg(repo().join("tests/clients/approve.py"))
+        .arg(url)
+        .args(["--mode", mode, "--answers", &json!(answers).to_string()])
+        .args(["--calls", &json!(calls).to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(90), output)
+        .await
+        .expect("approve.py finishes within 90 s")
+        .expect("approve.py runs");
+    serde_json::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap_or_else(|e| {
+        panic!(
+            "approve.py printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
 }
 
 fn text(report: &Value, i: usize) -> String {
@@ -253,6 +264,27 @@ async fn a_2026_client_answers_input_required_and_the_run_resumes_where_it_pause
 }
 
 #[tokio::test]
+async fn a_2026_run_that_cannot_park_waits_in_memory_for_the_answer() {
+    // The memory store keeps no snapshots, so the run waits in this gateway
+    // for the retry instead of parking in the store.
+    let w = world(&[("CODEMCP_SESSION_STORE", "memory")]).await;
+    let code = format!(
+        "n = 1\n{}\nn += 1\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)\nn += 1\nn",
+        w.write("first.txt", "one"),
+        w.write("second.txt", "two")
+    );
+    let report = w.client("auto", &["accept", "decline"], &[code], &[]).await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    let result = &report["results"][0]["structuredContent"];
+    assert_eq!(result["result"], 3, "{report}");
+    assert_eq!(
+        std::fs::read_to_string(w.file("first.txt")).ok().as_deref(),
+        Some("one")
+    );
+    assert!(!exists(&w.file("second.txt")));
+}
+
+#[tokio::test]
 async fn a_denied_tool_does_not_exist_for_the_agent() {
     let w = world(&[]).await;
     std::fs::write(w.file("src.txt"), "s").expect("seed");
@@ -319,26 +351,9 @@ async fn an_approval_answered_on_the_other_replica_resumes_the_run_there() {
         path("a.txt"),
         path("b.txt")
     );
-    let output = Command::new(python2())
-        .arg(repo().join("tests/clients/approve.py"))
-        .arg(&gateways[0].url)
-        .args(["--also", &gateways[1].url, "--mode", "auto"])
-        .args(["--answers", r#"["accept", "accept"]"#])
-        .args(["--calls", &json!([code]).to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(90), output)
-        .await
-        .expect("approve.py finishes within 90 s")
-        .expect("run approve.py");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let also = ["--also", gateways[1].url.as_str()];
+    let answers = ["accept", "accept"];
+    let report = approve(&gateways[0].url, "auto", &answers, &[code], &also).await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
 
     // Each answer went to the other gateway than the question came from.

@@ -3,6 +3,8 @@
 //! (SEP-2322) can pick the same run up again (see `pending.rs`).
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -12,8 +14,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-use std::sync::Arc;
 
 use super::super::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
 use super::super::identity::Identity;
@@ -33,6 +33,33 @@ impl Gateway {
         identity: Identity,
     ) -> CallToolResponse {
         let owner = identity.owner;
+        let parks = self.shared.executor.parks_runs();
+        let run = move |gateway: Gateway, control, asker: Asker| async move {
+            let caller = Caller {
+                identity,
+                lasting: false,
+                park: parks && matches!(asker, Asker::Relay(_)),
+                asker,
+            };
+            gateway
+                .execution(request.arguments.as_ref(), caller, control)
+                .await
+        };
+        self.detach(context, owner, run).await
+    }
+
+    /// Runs `run` in a task of its own, with a way to ask the user when the
+    /// client can show a form, and waits for its result or its question.
+    async fn detach<F, R>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        owner: Owner,
+        run: F,
+    ) -> CallToolResponse
+    where
+        F: FnOnce(Gateway, RunControl, Asker) -> R,
+        R: Future<Output = Execution> + Send + 'static,
+    {
         let (events_tx, events) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
         let control = RunControl {
@@ -44,17 +71,10 @@ impl Gateway {
         } else {
             Asker::Nobody
         };
-        let caller = Caller {
-            identity,
-            lasting: false,
-            park: matches!(asker, Asker::Relay(_)) && self.shared.executor.parks_runs(),
-            asker,
-        };
+        let running = run(self.clone(), control, asker);
         let gateway = self.clone();
         tokio::spawn(async move {
-            let execution = gateway
-                .execution(request.arguments.as_ref(), caller, control)
-                .await;
+            let execution = running.await;
             let _ = events_tx.send(gateway.run_event(&execution));
         });
         self.wait(Waiting { events, cancel }, owner, &context.ct)
@@ -154,40 +174,24 @@ impl Gateway {
             Ok(unparked) => unparked,
             Err(refused) => return tool_result(&refused, shared.output).into(),
         };
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
-        let control = RunControl {
-            cancel: cancel.clone(),
-            on_tool_call: progress_observer(context),
+        let run = move |gateway: Gateway, control, asker: Asker| {
+            let shared = gateway.shared.clone();
+            let parked = &unparked.parked;
+            let grants = shared.grants.of(&identity.label, &parked.session);
+            let park = matches!(asker, Asker::Relay(_));
+            let mut call_context =
+                CallContext::new(identity, Some(parked.session.clone()), asker, grants);
+            call_context.park = park;
+            *call_context.answered.lock() =
+                Some((parked.server.clone(), parked.tool.clone(), reply));
+            let tools: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
+                shared.catalog.clone(),
+                shared.authority.clone(),
+                call_context,
+            ));
+            async move { shared.executor.resume(unparked, tools, control).await }
         };
-        let asker = if declares_form_elicitation(context) {
-            Asker::Relay(events_tx.clone())
-        } else {
-            Asker::Nobody
-        };
-        let parked = &unparked.parked;
-        let grants = shared.grants.of(&identity.label, &parked.session);
-        let park = matches!(asker, Asker::Relay(_));
-        let mut call_context =
-            CallContext::new(identity, Some(parked.session.clone()), asker, grants);
-        call_context.park = park;
-        *call_context.answered.lock() = Some((parked.server.clone(), parked.tool.clone(), reply));
-        let tools: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
-            shared.catalog.clone(),
-            shared.authority.clone(),
-            call_context,
-        ));
-        let gateway = self.clone();
-        tokio::spawn(async move {
-            let execution = gateway
-                .shared
-                .executor
-                .resume(unparked, tools, control)
-                .await;
-            let _ = events_tx.send(gateway.run_event(&execution));
-        });
-        self.wait(Waiting { events, cancel }, owner, &context.ct)
-            .await
+        self.detach(context, owner, run).await
     }
 }
 
