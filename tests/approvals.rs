@@ -50,6 +50,16 @@ impl World {
         )
     }
 
+    /// Two writes, the second in a `try`; `n` counts the statements that
+    /// ran, so none may run twice across the rounds (the result is 3).
+    fn approve_then_decline(&self) -> String {
+        format!(
+            "n = 1\n{}\nn += 1\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)\nn += 1\nn",
+            self.write("first.txt", "one"),
+            self.write("second.txt", "two")
+        )
+    }
+
     fn audit_lines(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.audit)
             .unwrap_or_default()
@@ -228,13 +238,14 @@ async fn no_answer_in_time_or_a_client_that_cannot_ask_means_denied() {
 #[tokio::test]
 async fn a_2026_client_answers_input_required_and_the_run_resumes_where_it_paused() {
     let w = world(&[]).await;
-    // `n` counts the statements that ran: none runs twice across the rounds.
-    let code = format!(
-        "n = 1\n{}\nn += 1\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)\nn += 1\nn",
-        w.write("first.txt", "one"),
-        w.write("second.txt", "two")
-    );
-    let report = w.client("auto", &["accept", "decline"], &[code], &[]).await;
+    let report = w
+        .client(
+            "auto",
+            &["accept", "decline"],
+            &[w.approve_then_decline()],
+            &[],
+        )
+        .await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     assert_eq!(
         report["asked"].as_array().map(Vec::len),
@@ -268,12 +279,14 @@ async fn a_2026_run_that_cannot_park_waits_in_memory_for_the_answer() {
     // The memory store keeps no snapshots, so the run waits in this gateway
     // for the retry instead of parking in the store.
     let w = world(&[("CODEMCP_SESSION_STORE", "memory")]).await;
-    let code = format!(
-        "n = 1\n{}\nn += 1\ntry:\n    {}\nexcept ToolError as e:\n    print('caught:', e)\nn += 1\nn",
-        w.write("first.txt", "one"),
-        w.write("second.txt", "two")
-    );
-    let report = w.client("auto", &["accept", "decline"], &[code], &[]).await;
+    let report = w
+        .client(
+            "auto",
+            &["accept", "decline"],
+            &[w.approve_then_decline()],
+            &[],
+        )
+        .await;
     assert_eq!(report["protocol"], "2026-07-28", "{report}");
     let result = &report["results"][0]["structuredContent"];
     assert_eq!(result["result"], 3, "{report}");
