@@ -177,7 +177,11 @@ impl Router {
             execution.escalated = Some("this session moved to CPython earlier".into());
             return execution;
         }
-        let outline = syntax::outline(&run.code);
+        // Only a gateway that can escalate needs the outline.
+        let outline = match &self.fallback {
+            Some(_) => syntax::outline_safely(&run.code).await,
+            None => syntax::Outline::default(),
+        };
         if let Some(fallback) = &self.fallback
             && let Some(reason) = unsupported_import(&outline.imports)
         {

@@ -21,8 +21,18 @@ pub struct Outline {
     pub definitions: Vec<(String, String)>,
 }
 
+/// [`outline`] on a thread with a big stack: the parser and the tree walk
+/// recurse as deep as the code nests, which the agent controls.
+pub async fn outline_safely(code: &str) -> Outline {
+    let code = code.to_owned();
+    super::monty::on_big_stack(move || outline(&code))
+        .await
+        .unwrap_or_default()
+}
+
 /// The outline of `code`; empty when it does not parse (the engine then
-/// reports the syntax error itself).
+/// reports the syntax error itself). Recurses as deep as `code` nests: see
+/// [`outline_safely`].
 pub fn outline(code: &str) -> Outline {
     let Ok(parsed) = ruff_python_parser::parse_module(code) else {
         return Outline::default();
@@ -216,6 +226,18 @@ mod tests {
                 "|from math import pi"
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn code_nested_as_deep_as_the_source_allows_does_not_overflow_the_stack() {
+        let lists = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
+        assert_eq!(outline_safely(&lists).await.assigned, ["x"]);
+        let chain = format!("y = 1{}", "+1".repeat(200_000));
+        assert_eq!(outline_safely(&chain).await.assigned, ["y"]);
+        let blocks: String = (0..300)
+            .map(|i| format!("{}if True:\n", " ".repeat(i)))
+            .collect();
+        let _ = outline_safely(&format!("{blocks}{}z = 1", " ".repeat(300))).await;
     }
 
     #[test]

@@ -51,6 +51,21 @@ const INTERPRETER_STACK: usize = 256 << 20;
 
 static INTERPRETER_THREADS: threads::ThreadCache = threads::ThreadCache::new(INTERPRETER_STACK);
 
+/// Runs `job` on an interpreter thread: work on agent code whose nesting
+/// the agent controls (parsing it, walking its syntax tree, dropping the
+/// tree) needs the big stack too. `None` if no thread could run it or it
+/// panicked.
+pub async fn on_big_stack<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let task = Box::new(move || {
+        let _ = tx.send(catch_unwind(AssertUnwindSafe(job)).ok());
+    });
+    INTERPRETER_THREADS.run(task).ok()?;
+    rx.await.ok().flatten()
+}
+
 /// How long past its deadline a run may take before the gateway answers without
 /// it (in-process: freezes its thread; pool: kills its worker). Monty stops
 /// itself at the deadline unless it is stuck inside one builtin.
