@@ -296,11 +296,13 @@ impl Persistence {
                     code.to_owned(),
                     call.clone(),
                 );
-                record.stdout = std::mem::take(&mut execution.stdout);
+                record.stdout.clone_from(&execution.stdout);
                 record.tool_calls = execution.tool_calls;
                 let payload = record.encode(&snapshot.payload);
                 match self.keep_parked(begun.owner, payload, wall).await {
                     Ok(handle) => {
+                        // The output so far comes with the run's final result.
+                        execution.stdout.clear();
                         tracing::info!(target: "codemcp::session", server = %call.server, tool = %call.tool, "run parked in the session store until the user answers");
                         call.state = Some(handle.to_string());
                         Ok(())
