@@ -34,6 +34,9 @@ pub async fn outline_safely(code: &str) -> Outline {
 /// reports the syntax error itself). Recurses as deep as `code` nests: see
 /// [`outline_safely`].
 pub fn outline(code: &str) -> Outline {
+    if nests_deeper_than(code, MAX_NESTING) {
+        return Outline::default();
+    }
     let Ok(parsed) = ruff_python_parser::parse_module(code) else {
         return Outline::default();
     };
@@ -46,6 +49,34 @@ pub fn outline(code: &str) -> Outline {
     };
     top_level(body, code, &mut outline);
     outline
+}
+
+/// Monty refuses code nested deeper than CPython's ~200 levels before it
+/// runs; such code needs no outline, and parsing it would only grow the
+/// thread's stack (and the gateway's memory) for nothing.
+const MAX_NESTING: usize = 200;
+
+/// A cheap over-estimate from the text: bracket depth and indentation width
+/// (brackets inside strings count too, which can only skip an outline).
+fn nests_deeper_than(code: &str, limit: usize) -> bool {
+    let mut depth = 0usize;
+    for line in code.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if indent > limit {
+            return true;
+        }
+        for byte in line.bytes() {
+            match byte {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > limit {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 #[derive(Default)]
@@ -70,6 +101,9 @@ impl<'a> Visitor<'a> for Imports {
         }
         visitor::walk_stmt(self, stmt);
     }
+
+    // Imports are statements: no need to go down expressions, however deep.
+    fn visit_expr(&mut self, _expr: &'a Expr) {}
 }
 
 impl Imports {
@@ -168,14 +202,22 @@ fn signature_calls(def: &ruff_python_ast::StmtFunctionDef) -> bool {
 #[derive(Default)]
 struct Calls {
     found: bool,
+    depth: usize,
 }
 
 impl<'a> Visitor<'a> for Calls {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        // Too deep to look through (a long operator chain): assume a call.
+        if self.found || self.depth > MAX_NESTING {
+            self.found = true;
+            return;
+        }
         if matches!(expr, Expr::Call(_) | Expr::Await(_) | Expr::Named(_)) {
             self.found = true;
         }
+        self.depth += 1;
         visitor::walk_expr(self, expr);
+        self.depth -= 1;
     }
 }
 
@@ -230,8 +272,11 @@ mod tests {
 
     #[tokio::test]
     async fn code_nested_as_deep_as_the_source_allows_does_not_overflow_the_stack() {
+        // Deeper than Monty runs: no outline (Monty refuses it before running).
         let lists = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
-        assert_eq!(outline_safely(&lists).await.assigned, ["x"]);
+        assert!(outline(&lists).assigned.is_empty());
+        let shallow = format!("x = {}{}", "[".repeat(150), "]".repeat(150));
+        assert_eq!(outline(&shallow).assigned, ["x"]);
         let chain = format!("y = 1{}", "+1".repeat(200_000));
         assert_eq!(outline_safely(&chain).await.assigned, ["y"]);
         let blocks: String = (0..300)
