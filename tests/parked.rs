@@ -61,6 +61,11 @@ async fn call(url: &str, token: &str, arguments: Value, retry: Option<(&str, &st
     reply["result"].clone()
 }
 
+/// The retry of `code`'s call with `state` and the user's `action`.
+async fn answer(url: &str, token: &str, code: &str, state: &str, action: &str) -> Value {
+    call(url, token, json!({"code": code}), Some((state, action))).await
+}
+
 fn state(result: &Value) -> String {
     assert_eq!(result["resultType"], "input_required", "{result}");
     let state = result["requestState"].as_str().expect("a requestState");
@@ -95,23 +100,11 @@ async fn a_replayed_request_state_resumes_nothing() {
         !root.path().join("once.txt").exists(),
         "nothing before the answer"
     );
-    let done = call(
-        &gw.url,
-        "alice",
-        json!({"code": code}),
-        Some((&state, "accept")),
-    )
-    .await;
+    let done = answer(&gw.url, "alice", &code, &state, "accept").await;
     assert_eq!(done["structuredContent"]["result"], 1, "{done}");
     std::fs::remove_file(root.path().join("once.txt")).unwrap();
 
-    let replay = call(
-        &gw.url,
-        "alice",
-        json!({"code": code}),
-        Some((&state, "accept")),
-    )
-    .await;
+    let replay = answer(&gw.url, "alice", &code, &state, "accept").await;
     assert_eq!(replay["isError"], true, "{replay}");
     assert!(text(&replay).contains("names no paused run"), "{replay}");
     assert!(
@@ -127,33 +120,22 @@ async fn a_request_state_is_refused_to_another_caller_and_stays_its_owners() {
     let code = write(root.path(), "mine.txt", "alice");
     let state = state(&call(&gw.url, "alice", json!({"code": code}), None).await);
 
-    let stolen = call(
-        &gw.url,
-        "mallory",
-        json!({"code": code}),
-        Some((&state, "accept")),
-    )
-    .await;
+    let stolen = answer(&gw.url, "mallory", &code, &state, "accept").await;
     assert_eq!(stolen["isError"], true, "{stolen}");
     assert!(text(&stolen).contains("names no paused run"), "{stolen}");
     assert!(!root.path().join("mine.txt").exists());
-    let forged = call(
+    let forged = answer(
         &gw.url,
         "alice",
-        json!({"code": code}),
-        Some(("parked.AAAAAAAAAAAAAAAAAAAAAA", "accept")),
+        &code,
+        "parked.AAAAAAAAAAAAAAAAAAAAAA",
+        "accept",
     )
     .await;
     assert_eq!(forged["isError"], true, "{forged}");
 
     // Mallory's attempt did not drop Alice's paused run.
-    let done = call(
-        &gw.url,
-        "alice",
-        json!({"code": code}),
-        Some((&state, "accept")),
-    )
-    .await;
+    let done = answer(&gw.url, "alice", &code, &state, "accept").await;
     assert_ne!(done["isError"], true, "{done}");
     assert_eq!(
         std::fs::read_to_string(root.path().join("mine.txt")).unwrap(),
@@ -204,13 +186,7 @@ async fn a_declined_parked_call_raises_tool_error_where_it_stopped() {
         write(root.path(), "no.txt", "x")
     );
     let state = state(&call(&gw.url, "alice", json!({"code": code}), None).await);
-    let done = call(
-        &gw.url,
-        "alice",
-        json!({"code": code}),
-        Some((&state, "decline")),
-    )
-    .await;
+    let done = answer(&gw.url, "alice", &code, &state, "decline").await;
     let result = &done["structuredContent"];
     assert_eq!(result["result"], "after", "{done}");
     assert_eq!(
