@@ -41,7 +41,8 @@ pub struct AuditEntry<'a> {
     pub engine: &'a str,
     pub server: &'a str,
     pub tool: &'a str,
-    pub arguments: &'a Map<String, Value>,
+    /// The arguments as the log shows them: [`shown_arguments`].
+    pub arguments: &'a Value,
     /// `allow`, `approved`, `denied` (by the user or for want of an answer) or `deny`.
     pub decision: &'a str,
     /// `ok`, `error` or `timeout`; `none` when the call was not made.
@@ -138,8 +139,14 @@ fn open_append(path: &Path) -> Result<File, AuditError> {
         })
 }
 
+/// A call's arguments as the log shows them: values of secret-looking keys
+/// replaced, long values cut. Small whatever the arguments' size, so the
+/// caller can keep this and send the original on without a copy.
+pub fn shown_arguments(args: &Map<String, Value>) -> Value {
+    redacted_map(args, 0)
+}
+
 fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
-    let arguments = Value::Object(entry.arguments.clone());
     json!({
         "time": humantime::format_rfc3339_millis(at).to_string(),
         "principal": entry.principal,
@@ -147,7 +154,7 @@ fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
         "engine": entry.engine,
         "server": entry.server,
         "tool": entry.tool,
-        "arguments": redacted(&arguments, 0),
+        "arguments": entry.arguments,
         "decision": entry.decision,
         "outcome": entry.outcome,
         "duration_ms": entry.duration_ms,
@@ -164,21 +171,25 @@ fn redacted(value: &Value, depth: usize) -> Value {
             Value::String(format!("{cut}… [{} chars]", s.chars().count()))
         }
         Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String("…".into()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, item)| {
-                    let shown = if is_secret(key) {
-                        Value::String("<redacted>".into())
-                    } else {
-                        redacted(item, depth + 1)
-                    };
-                    (key.clone(), shown)
-                })
-                .collect(),
-        ),
+        Value::Object(map) => redacted_map(map, depth),
         Value::Array(items) => Value::Array(items.iter().map(|i| redacted(i, depth + 1)).collect()),
         other => other.clone(),
     }
+}
+
+fn redacted_map(map: &Map<String, Value>, depth: usize) -> Value {
+    Value::Object(
+        map.iter()
+            .map(|(key, item)| {
+                let shown = if is_secret(key) {
+                    Value::String("<redacted>".into())
+                } else {
+                    redacted(item, depth + 1)
+                };
+                (key.clone(), shown)
+            })
+            .collect(),
+    )
 }
 
 fn is_secret(key: &str) -> bool {
@@ -190,7 +201,7 @@ fn is_secret(key: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn entry(arguments: &Map<String, Value>) -> AuditEntry<'_> {
+    fn entry(arguments: &Value) -> AuditEntry<'_> {
         AuditEntry {
             principal: "anonymous",
             session: Some("h"),
@@ -212,8 +223,11 @@ mod tests {
         let Value::Object(args) = args else {
             unreachable!()
         };
-        let line: Value =
-            serde_json::from_str(&line(&entry(&args), SystemTime::UNIX_EPOCH)).unwrap();
+        let line: Value = serde_json::from_str(&line(
+            &entry(&shown_arguments(&args)),
+            SystemTime::UNIX_EPOCH,
+        ))
+        .unwrap();
         assert_eq!(line["arguments"]["api_key"], "<redacted>");
         assert_eq!(line["arguments"]["nested"]["Authorization"], "<redacted>");
         assert_eq!(line["arguments"]["path"], "/tmp/x");
@@ -233,7 +247,7 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, "earlier\n").unwrap();
         let log = AuditLog::open(&path, 600).unwrap();
-        let args = Map::new();
+        let args = shown_arguments(&Map::new());
         for _ in 0..4 {
             log.record(&entry(&args));
         }

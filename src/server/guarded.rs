@@ -218,7 +218,7 @@ impl ToolHost for GuardedTools {
 }
 
 impl Call {
-    async fn run(self) -> Result<Value, ToolFailure> {
+    async fn run(mut self) -> Result<Value, ToolFailure> {
         let identity = &self.context.identity;
         let decision = match identity.policy(&self.catalog, &self.server, &self.tool) {
             Some(Decision::Allow) => "allow",
@@ -234,11 +234,12 @@ impl Call {
                 return self.refuse("deny", why);
             }
         };
+        // The (maybe huge) arguments go upstream without a copy; the audit
+        // line needs only what it shows of them.
+        let args = std::mem::take(&mut self.args);
+        let shown = crate::audit::shown_arguments(&args);
         let started = Instant::now();
-        let result = self
-            .catalog
-            .call(&self.server, &self.tool, self.args.clone())
-            .await;
+        let result = self.catalog.call(&self.server, &self.tool, args).await;
         let outcome = match &result {
             Ok(r) if r.is_error == Some(true) => "error",
             Ok(_) => "ok",
@@ -249,7 +250,7 @@ impl Call {
             Ok(r) => serde_json::to_vec(r).map_or(0, |v| v.len()),
             Err(_) => 0,
         };
-        self.record(decision, outcome, started.elapsed(), result_bytes);
+        self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
         match result {
             Ok(result) => crate::upstream::tool_value(result),
             Err(e) => Err(ToolFailure {
@@ -259,18 +260,26 @@ impl Call {
     }
 
     fn refuse(&self, decision: &str, message: String) -> Result<Value, ToolFailure> {
-        self.record(decision, "none", Duration::ZERO, 0);
+        let shown = crate::audit::shown_arguments(&self.args);
+        self.record(&shown, decision, "none", Duration::ZERO, 0);
         Err(ToolFailure { message })
     }
 
-    fn record(&self, decision: &str, outcome: &str, took: Duration, result_bytes: usize) {
+    fn record(
+        &self,
+        shown: &Value,
+        decision: &str,
+        outcome: &str,
+        took: Duration,
+        result_bytes: usize,
+    ) {
         self.authority.audit.record(&AuditEntry {
             principal: &self.context.identity.label,
             session: self.context.session.as_deref(),
             engine: self.engine,
             server: &self.server,
             tool: &self.tool,
-            arguments: &self.args,
+            arguments: shown,
             decision,
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
