@@ -391,7 +391,7 @@ impl Persistence {
             .await
             .map_err(|_| "the session of the paused run is gone".to_owned())?;
         if begun.lease.as_ref().map(Lease::version) != Some(parked.base) {
-            self.release_begun(begun).await;
+            self.release(begun.lease).await;
             return Err("another call ran in this session while the run waited for approval: the paused \
                         run was dropped (nothing after the call that asked ran); call execute_python again"
                 .to_owned());
@@ -402,10 +402,6 @@ impl Persistence {
         }));
         run.code.clone_from(&parked.code);
         Ok((begun, parked))
-    }
-
-    async fn release_begun(&self, begun: Begun) {
-        self.release(begun.lease).await;
     }
 
     /// Another run holds `handle`: "busy" to the session's owner, and to

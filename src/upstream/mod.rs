@@ -252,20 +252,8 @@ impl Catalog {
         if overrides.is_empty() {
             return self.sdk();
         }
-        let tools: Vec<ToolDef> = self
-            .inner
-            .upstreams
-            .iter()
-            .flat_map(|(server, u)| {
-                let mut tools = read(&u.tools).clone();
-                for tool in &mut tools {
-                    tool.policy = overrides.apply(server, &tool.name, tool.policy);
-                }
-                tools
-            })
-            .filter(|t| t.policy != Decision::Deny)
-            .collect();
-        Arc::new(Sdk::build(&tools).with_connecting(self.inner.connecting()))
+        self.inner
+            .build_sdk(|server, tool| overrides.apply(server, &tool.name, tool.policy))
     }
 
     /// The policy of `server`'s `tool` for a principal with `overrides`.
@@ -539,20 +527,31 @@ impl Inner {
     /// Rebuilds the SDK from every server's tools; with `notify`, tells
     /// listeners (their tool description changed).
     fn rebuild_sdk(&self, notify: bool) {
-        // Denied tools do not exist for the agent.
-        let tools: Vec<ToolDef> = self
-            .upstreams
-            .values()
-            .flat_map(|u| read(&u.tools).clone())
-            .filter(|t| t.policy != Decision::Deny)
-            .collect();
-        let sdk = Arc::new(Sdk::build(&tools).with_connecting(self.connecting()));
+        let sdk = self.build_sdk(|_, tool| tool.policy);
         *write(&self.sdk) = sdk;
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if notify {
             self.announce();
         }
+    }
+
+    /// An SDK of every tool whose `decide(server, tool)` is not `Deny`:
+    /// denied tools do not exist for the agent.
+    fn build_sdk(&self, decide: impl Fn(&str, &ToolDef) -> Decision) -> Arc<Sdk> {
+        let tools: Vec<ToolDef> = self
+            .upstreams
+            .iter()
+            .flat_map(|(server, u)| {
+                let mut tools = read(&u.tools).clone();
+                for tool in &mut tools {
+                    tool.policy = decide(server, tool);
+                }
+                tools
+            })
+            .filter(|t| t.policy != Decision::Deny)
+            .collect();
+        Arc::new(Sdk::build(&tools).with_connecting(self.connecting()))
     }
 
     /// Tells listeners the SDK changed (their tool description did).
