@@ -150,6 +150,64 @@ async fn awaited_and_gathered_calls_run_concurrently() {
 }
 
 #[tokio::test]
+async fn a_tool_call_not_awaited_in_async_code_returns_its_value() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    // The call in the helper is plain, the helpers are gathered: as in CPython
+    // with an ordinary function, the helper gets the value.
+    let ran = client
+        .exec(
+            "import asyncio\nasync def labelled(ms):\n    return ms, odd_slow(ms=ms).upper()\n\
+             await asyncio.gather(labelled(1), labelled(2))",
+        )
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!([[1, "SLEPT 1"], [2, "SLEPT 2"]]),
+        "{}",
+        ran.text
+    );
+    // Calls kept in a list that is gathered later stay concurrent.
+    let started = Instant::now();
+    let ran = client
+        .exec("import asyncio\npending = [odd_slow(ms=300) for _ in range(3)]\nawait asyncio.gather(*pending)")
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!(["slept 300", "slept 300", "slept 300"]),
+        "{}",
+        ran.text
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(800),
+        "three 300 ms calls took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn functions_defined_in_an_earlier_snippet_keep_their_call_sites_decisions() {
+    let setup = Setup::new(json!({"odd": odd(json!({}))}));
+    let client = setup.stdio(&[]).await;
+    let ran = client
+        .exec(
+            "async def plain(ms):\n    return odd_slow(ms=ms)[:5]\n\
+             async def awaiting(ms):\n    return await odd_slow(ms=ms)",
+        )
+        .await;
+    assert!(!ran.is_error, "{}", ran.text);
+    let ran = client
+        .exec("import asyncio\nawait asyncio.gather(plain(1), awaiting(2), plain(3))")
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!(["slept", "slept 2", "slept"]),
+        "{}",
+        ran.text
+    );
+}
+
+#[tokio::test]
 async fn search_and_describe_are_available_in_the_sandbox() {
     let setup = Setup::new(json!({"everything": everything()}));
     let client = setup.stdio(&[]).await;

@@ -281,6 +281,9 @@ class ToolFunction:
             asyncio.get_running_loop()
         except RuntimeError:
             return self._finish(self._start(args, kwargs))
+        if not self._session.wants_future(sys._getframe(1)):
+            # A plain call in async code: its value, as an ordinary function gives.
+            return self._finish(self._start(args, kwargs))
         return self._awaitable(args, kwargs)
 
     async def _awaitable(self, args, kwargs):
@@ -355,6 +358,8 @@ class Session:
         self.catalog_version = None
         self.tools = {}
         self.files = []
+        # Per snippet file: the (line, column) of each call that wants a future.
+        self.future_calls = {}
         self.namespace = {
             "__name__": "__main__",
             "__builtins__": builtins,
@@ -375,6 +380,16 @@ class Session:
         self.tools = {f["name"]: ToolFunction(self, f["name"], f.get("doc", "")) for f in catalog["functions"]}
         ns.update(self.tools)
         self.catalog_version = catalog["version"]
+
+    def wants_future(self, frame):
+        """Whether the call the frame is making hands its value to the event
+        loop (awaited, gathered, scheduled), as the gateway found in the
+        snippet's syntax tree. Calls in code it did not analyse: a future."""
+        sites = self.future_calls.get(frame.f_code.co_filename)
+        if sites is None:
+            return True
+        position = next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None), None)
+        return position is not None and (position[0], position[2]) in sites
 
     def forget_sources(self):
         for filename in self.files:
@@ -481,7 +496,13 @@ def check_run_params(params):
     limit = params.get("return_globals")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
         raise bad("'return_globals' must be null or a byte count")
-    return {**params, "catalog": catalog, "globals": seeds, "return_globals": limit}
+    sites = params.get("future_calls")
+    if sites is not None and not (
+        isinstance(sites, list)
+        and all(isinstance(s, list) and len(s) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in s) for s in sites)
+    ):
+        raise bad("'future_calls' must be null or a list of [line, column]")
+    return {**params, "catalog": catalog, "globals": seeds, "return_globals": limit, "future_calls": sites}
 
 
 # ---------------------------------------------------------------- running a snippet
@@ -495,6 +516,8 @@ def run(session, params, catalog, filename):
     try:
         session.sync_catalog(catalog)
         session.namespace.update(params["globals"] or {})
+        if params["future_calls"] is not None:
+            session.future_calls[filename] = {tuple(site) for site in params["future_calls"]}
         value = execute(session, params["code"], filename)
         value = to_json(value)
     except NotJson as e:

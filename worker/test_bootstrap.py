@@ -137,8 +137,11 @@ class Connection:
         """Sends a frame; the returned concurrent future gets its reply."""
         return asyncio.run_coroutine_threadsafe(self._request(frame), self.gateway.loop)
 
-    def run(self, code, session="s", max_output_bytes=1 << 20, globals=None, timeout=WAIT):
-        reply = self.request(self.run_frame(code, session, max_output_bytes, globals), timeout)
+    def run(self, code, session="s", max_output_bytes=1 << 20, globals=None, timeout=WAIT, future_calls=None):
+        frame = self.run_frame(code, session, max_output_bytes, globals)
+        if future_calls is not None:
+            frame["params"]["future_calls"] = future_calls
+        reply = self.request(frame, timeout)
         self.gateway.test.assertIn("result", reply, reply)
         return reply["result"]
 
@@ -377,6 +380,19 @@ class Contract(unittest.TestCase):
         self.assertLess(elapsed, 0.45, "three 200 ms calls overlapped")
         self.assertGreaterEqual(self.connection.max_in_flight, 3)
         self.assertEqual(self.run_ok("v = await slow_echo('one')\nv", "gather")["result"], "one")
+
+    def test_the_gateways_call_sites_decide_what_a_call_returns_in_async_code(self):
+        # Line 2's call is plain (its value), line 3's are gathered (futures):
+        # positions as the gateway sends them, line and byte column.
+        code = (
+            "import asyncio\nasync def pair(x):\n    return x, slow_echo(x).upper()\n"
+            "await asyncio.gather(pair('a'), slow_echo('b'))"
+        )
+        out = self.run_ok(code, "sites", future_calls=[[4, 32]])
+        self.assertEqual(out["result"], [["a", "A"], "b"])
+        # A later snippet calls the function: its snippet's decisions hold.
+        out = self.run_ok("await asyncio.gather(pair('c'))", "sites", future_calls=[])
+        self.assertEqual(out["result"], [["c", "C"]])
 
     def test_tool_error_is_a_catchable_runtime_error(self):
         code = (

@@ -5,6 +5,7 @@
 //! [`Execution`] back; tool calls go out through [`ToolHost`].
 
 mod build;
+pub mod call_sites;
 mod executor;
 pub mod monty;
 mod parked;

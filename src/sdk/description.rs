@@ -16,7 +16,7 @@ const SERVER_LABEL_CHARS: usize = 60;
 const INTRO: &str = "\
 Run Python (a sandboxed subset). Each function below calls an upstream MCP tool (keyword or positional arguments) \
 and returns its structured result as a dict if it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
-`await asyncio.gather(f(...), g(...))` runs calls concurrently; in code that uses await, await every call.
+Calls are synchronous; `await asyncio.gather(f(...), g(...))` runs them concurrently.
 You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.
 State persists across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
 

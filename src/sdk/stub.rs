@@ -13,7 +13,7 @@ use super::types::{TypeCtx, py_str};
 const MAX_TYPED_DICT_FIELDS: usize = 100;
 
 const STUB_HEADER: &str = r#"# codemcp SDK: the functions available inside execute_python (generated; do not edit).
-# Calls are synchronous; `await` them (or asyncio.gather) to run several concurrently.
+# Calls are synchronous; `await asyncio.gather(f(...), g(...))` runs them concurrently.
 from typing import Any, Literal, TypedDict
 
 

@@ -30,6 +30,7 @@ use super::host::{
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
 use super::snapshot;
+use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls};
 use crate::exec::{ParkedCall, ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
 
@@ -60,6 +61,8 @@ pub struct Job {
     pub runtime: Handle,
     pub cancel: CancellationToken,
     pub on_tool_call: Option<ToolCallObserver>,
+    /// The session's snippets, for deciding which calls get futures.
+    pub calls: Arc<parking_lot::Mutex<SessionCalls>>,
 }
 
 /// How a run ended, before it is turned into an `Execution`.
@@ -106,8 +109,8 @@ struct Driver {
     cancel: CancellationToken,
     on_tool_call: Option<ToolCallObserver>,
     out: OutputCapture,
-    /// Code that uses `await`/`asyncio` gets tools as futures (see `on_call`).
-    async_mode: bool,
+    /// Which tool calls get futures rather than values (see `on_call`).
+    calls: RunCalls,
     completed_calls: u32,
     results_tx: Sender<(u32, CallResult)>,
     results_rx: Receiver<(u32, CallResult)>,
@@ -119,12 +122,6 @@ struct Driver {
     others_bytes: usize,
     /// The run parks at this call; its suspended state as bytes.
     parked: Option<(ParkedCall, Vec<u8>)>,
-}
-
-/// Whether snippet code should get tool calls as futures: the interpreter cannot
-/// tell a call that will be gathered from a plain one.
-pub fn uses_async(code: &str) -> bool {
-    code.contains("await") || code.contains("asyncio")
 }
 
 /// Runs one snippet to its end. Blocking: call it on a dedicated thread.
@@ -143,7 +140,7 @@ pub fn run(job: Job) -> Finished {
         runtime: job.runtime,
         cancel: job.cancel,
         on_tool_call: job.on_tool_call,
-        async_mode: uses_async(&job.code),
+        calls: RunCalls::new(job.calls, &job.code, snippet_calls(&job.code)),
         completed_calls: 0,
         results_tx,
         results_rx,
@@ -162,7 +159,10 @@ pub fn run(job: Job) -> Finished {
         _ => (snapshot::Loaded::Idle(Box::new(job.repl)), None),
     };
     let (repl, ending) = match start {
-        snapshot::Loaded::Idle(repl) if !job.resume_parked => driver.feed(*repl, &job.code),
+        snapshot::Loaded::Idle(repl) if !job.resume_parked => {
+            driver.calls.runs_as(repl.next_script_name());
+            driver.feed(*repl, &job.code)
+        }
         snapshot::Loaded::Suspended(progress) if job.resume_parked => driver.resume(*progress),
         // A state of the other kind than the job expects: never fed to Monty.
         _ => (None, mismatched_state()),
@@ -416,7 +416,7 @@ impl Driver {
             }
             CallDecision::CallTool(tool) => tool,
         };
-        let parkable = !self.async_mode && !call.allow_eager_await;
+        let parkable = !self.calls.may_overlap() && !call.allow_eager_await;
         let call = if parkable && self.tools.parks(&tool.server, &tool.tool) {
             let progress = ReplProgress::FunctionCall(call);
             if self.park(&progress, &tool) {
@@ -441,9 +441,10 @@ impl Driver {
                 Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
             };
         }
-        if self.async_mode {
-            // The interpreter cannot tell whether a plain call will be awaited later
-            // (gather), so in code that uses async, tool calls are futures.
+        let at = &call.position;
+        if self.calls.wants_future(&at.filename, at.start, at.end) {
+            // Awaited, gathered or scheduled: the call is in flight while
+            // other tasks run.
             let _scope = MemoryScope::enter(self.slot);
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }

@@ -38,6 +38,7 @@ use self::memory::SessionSlot;
 pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
 use self::supervisor::{Supervisor, ThreadResult};
+use super::call_sites::SessionCalls;
 use super::session_table::{SessionTable, TableFull};
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
@@ -109,6 +110,8 @@ pub(super) struct Session {
     slot: SessionSlot,
     /// The version of the state `repl` holds (see `Run::version`).
     version: Option<u64>,
+    /// The snippets `repl` ran, for deciding which calls get futures.
+    calls: Arc<parking_lot::Mutex<SessionCalls>>,
 }
 
 pub struct MontyEngine {
@@ -209,6 +212,7 @@ impl MontyEngine {
             repl: None,
             slot: SessionSlot::allocate(),
             version: None,
+            calls: Arc::default(),
         };
         self.sessions
             .get_or_wait(id, fresh, deadline)
@@ -247,9 +251,13 @@ impl MontyEngine {
         let restored = run.to_restore(guard.version);
         let resume_parked = restored.is_some_and(|s| s.kind == crate::exec::SnapshotKind::Parked);
         let restore = restored.map(|s| Arc::new(s.payload.clone()));
-        let repl = match restore {
-            Some(_) => self.new_repl(),
-            None => guard.repl.take().unwrap_or_else(|| self.new_repl()),
+        let repl = match (&restore, guard.repl.take()) {
+            (None, Some(repl)) => repl,
+            _ => {
+                // A new or restored interpreter gives its file names out again.
+                guard.calls.lock().clear();
+                self.new_repl()
+            }
         };
         let slot = guard.slot;
         let job = Job {
@@ -270,6 +278,7 @@ impl MontyEngine {
             runtime: tokio::runtime::Handle::current(),
             cancel: control.cancel,
             on_tool_call: control.on_tool_call,
+            calls: guard.calls.clone(),
         };
         let cancel = job.cancel.clone();
         let watch = Arc::new(RunWatch::default());

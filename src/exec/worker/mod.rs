@@ -361,6 +361,9 @@ impl WorkerEngine {
             side_effects: AtomicU32::new(0),
             observer: control.on_tool_call.clone(),
         });
+        let future_calls = crate::exec::call_sites::snippet_calls_safely(&run.code)
+            .await
+            .future_lines(&run.code);
         worker.link.begin_run(&name, context.clone());
         let params = RunParams {
             session: name.clone(),
@@ -370,6 +373,7 @@ impl WorkerEngine {
             catalog,
             globals,
             return_globals: run.persist.then_some(self.limits.max_state_bytes),
+            future_calls: Some(future_calls),
         };
         let params = serde_json::to_value(&params).unwrap_or(Value::Null);
         let link = worker.link.clone();

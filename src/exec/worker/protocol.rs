@@ -29,6 +29,12 @@ pub struct RunParams {
     /// bytes (for the session store).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_globals: Option<usize>,
+    /// The calls in `code` whose value goes to the event loop (awaited,
+    /// gathered, scheduled), as `[line, column]`; every other call of a
+    /// tool function is synchronous (see `exec::call_sites`). Absent: not
+    /// analysed, and every call in async code is an awaitable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub future_calls: Option<Vec<(u32, u32)>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

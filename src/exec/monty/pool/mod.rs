@@ -28,12 +28,13 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use super::classify::{Verdict, classify};
 use super::convert::to_json;
-use super::driver::{Ending, mentions_result, uses_async};
+use super::driver::{Ending, mentions_result};
 use super::host::{
     CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply,
 };
 use super::output::OutputCapture;
 use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
+use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls_safely};
 use crate::exec::session_table::SessionTable;
 use crate::exec::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
@@ -94,6 +95,8 @@ struct PoolSession {
     checkout: Option<Checkout>,
     /// The version of the state the checkout holds (see `Run::version`).
     version: Option<u64>,
+    /// The snippets the checkout ran, for deciding which calls get futures.
+    calls: Arc<parking_lot::Mutex<SessionCalls>>,
 }
 
 impl Drop for PoolSession {
@@ -180,6 +183,7 @@ impl PoolEngine {
         let fresh = || PoolSession {
             checkout: None,
             version: None,
+            calls: Arc::default(),
         };
         let state = match self.sessions.get_or_wait(session, fresh, deadline).await {
             Ok(state) => state,
@@ -202,6 +206,12 @@ impl PoolEngine {
         if guard.checkout.is_none() || restore.is_some() {
             // A worker loads a saved state only before its first feed.
             guard.checkout = None;
+            // Its snippets are numbered anew: from 1 after `ToolError` (see
+            // `new_checkout`), or from where the saved state stopped.
+            match restore.as_ref().filter(|bytes| !bytes.is_empty()) {
+                None => guard.calls.lock().restart_at(1),
+                Some(_) => guard.calls.lock().clear(),
+            }
             match self
                 .new_checkout(restore.filter(|bytes| !bytes.is_empty()), resume_parked)
                 .await
@@ -217,17 +227,18 @@ impl PoolEngine {
             }
         }
         guard.version = Some(run.version);
+        let mut calls = RunCalls::new(
+            guard.calls.clone(),
+            &run.code,
+            snippet_calls_safely(&run.code).await,
+        );
+        if !resume_parked {
+            calls.runs_next(&run.code);
+        }
         let Some(checkout) = guard.checkout.as_mut() else {
             return execution;
         };
-        let mut pool_run = PoolRun::new(
-            &self.limits,
-            tools.sdk(),
-            tools,
-            control,
-            deadline,
-            &run.code,
-        );
+        let mut pool_run = PoolRun::new(&self.limits, tools.sdk(), tools, control, deadline, calls);
         let ending = pool_run.drive(checkout, &run.code, parked_at).await;
         let lost = pool_run.lost || checkout.worker_id().is_none();
         let parked = matches!(ending, Ending::Parked(_));

@@ -10,7 +10,8 @@ pub(super) struct PoolRun {
     tools: Arc<dyn ToolHost>,
     control: RunControl,
     deadline: Instant,
-    async_mode: bool,
+    /// Which tool calls get futures rather than values.
+    calls: RunCalls,
     out: Arc<Mutex<OutputCapture>>,
     inflight: FuturesUnordered<BoxFuture<'static, (u32, CallResult)>>,
     early: HashMap<u32, CallResult>,
@@ -36,14 +37,14 @@ impl PoolRun {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         deadline: Instant,
-        code: &str,
+        calls: RunCalls,
     ) -> Self {
         Self {
             host: SuspensionHost::new(sdk, limits.max_tool_calls, limits.max_sleep_total),
             tools,
             control,
             deadline,
-            async_mode: uses_async(code),
+            calls,
             out: Arc::new(Mutex::new(OutputCapture::new(limits.max_output_bytes))),
             inflight: FuturesUnordered::new(),
             early: HashMap::new(),
@@ -160,6 +161,7 @@ impl PoolRun {
                     call_id,
                     object_id,
                     allow_eager_await,
+                    position,
                     ..
                 } => {
                     match self
@@ -173,7 +175,7 @@ impl PoolRun {
                         CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
                         CallDecision::CallTool(tool)
                             if !allow_eager_await
-                                && !self.async_mode
+                                && !self.calls.may_overlap()
                                 && self.tools.parks(&tool.server, &tool.tool) =>
                         {
                             match checkout.dump().await {
@@ -212,7 +214,11 @@ impl PoolRun {
                                     }
                                     Err(stop) => return self.stopped(stop),
                                 }
-                            } else if self.async_mode {
+                            } else if self.calls.wants_future(
+                                &position.filename,
+                                position.start,
+                                position.end,
+                            ) {
                                 self.inflight.push(call);
                                 self.turn(checkout.resume(ResumeValue::Future, &mut print))
                                     .await
