@@ -189,6 +189,16 @@ impl Gateway {
         self
     }
 
+    /// Waits for the upstreams' startup (bounded), unless the request is
+    /// cancelled or the client leaves first: then nobody waits for it.
+    async fn upstreams_ready(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        tokio::select! {
+            () = self.shared.catalog.ready() => Ok(()),
+            () = self.session.closing.cancelled() => Err(ErrorData::internal_error("the client went away", None)),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
+        }
+    }
+
     /// Cancelling this token stops every run of the session (its client left).
     pub fn closing(&self) -> CancellationToken {
         self.session.closing.clone()
@@ -439,7 +449,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
-        self.shared.catalog.ready().await;
+        self.upstreams_ready(&context).await?;
         let identity = Identity::of_request(&context);
         Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]))
     }
@@ -454,7 +464,7 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.shared.catalog.ready().await;
+        self.upstreams_ready(&context).await?;
         if request.name != TOOL_NAME {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -494,7 +504,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.shared.catalog.ready().await;
+        self.upstreams_ready(&context).await?;
         if request.uri != SDK_URI {
             return Err(ErrorData::resource_not_found(
                 format!("no resource '{}'", request.uri),
