@@ -318,6 +318,8 @@ async fn upstream_children_die_with_the_gateway() {
 async fn slow_upstream_calls_time_out_as_tool_errors() {
     let setup = Setup::new(json!({"odd": odd(json!({}))}));
     let client = setup.stdio(&[("CODEMCP_TOOL_TIMEOUT_MS", "500")]).await;
+    // Timed from an upstream that is up: the first call waits for its handshake.
+    client.exec("odd_add_numbers(a=0, b=0)").await;
     let started = Instant::now();
     let ran = client.exec("try:\n    odd_slow(ms=5000)\nexcept ToolError as e:\n    print('timeout:', e)\nodd_add_numbers(a=1, b=2)").await;
     assert!(started.elapsed() < Duration::from_secs(4));

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use super::classify::{Verdict, classify};
 use super::convert::{NotJson, to_json};
 use super::host::{
-    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, ext_result,
-    tool_reply,
+    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, ToolFailures, exception,
+    ext_result, tool_reply,
 };
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
@@ -95,6 +95,7 @@ pub struct Finished {
     pub side_effects: u32,
     /// Bytes every other in-process session held when a limit fired.
     pub others_bytes: usize,
+    pub tool_failures: ToolFailures,
 }
 
 type StepResult = Result<ReplProgress, Box<ReplStartError>>;
@@ -198,6 +199,7 @@ pub fn run(job: Job) -> Finished {
         tool_calls,
         side_effects,
         others_bytes: driver.others_bytes,
+        tool_failures: driver.host.failures.clone(),
     }
 }
 
@@ -243,6 +245,7 @@ impl Driver {
             tool_calls: self.host.tool_calls,
             side_effects: self.host.side_effects,
             others_bytes: 0,
+            tool_failures: self.host.failures.clone(),
         }
     }
 
@@ -492,8 +495,9 @@ impl Driver {
             .call_tool(super::ENGINE_NAME, &call.server, &call.tool, call.args);
         let unwrap = call.unwrap_result;
         let tx = self.results_tx.clone();
+        let failures = self.host.failures.clone();
         self.runtime.spawn(async move {
-            let reply = tool_reply(fut.await, unwrap);
+            let reply = tool_reply(fut.await, unwrap, &failures);
             // The receiver is gone only when the run already ended.
             let _ = tx.send((call_id, reply));
         });

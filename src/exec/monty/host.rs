@@ -3,6 +3,7 @@
 //! binds its arguments, which OS calls are refused, and the per-run tool-call
 //! and sleep budgets. The placements only differ in how they resume.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +59,31 @@ pub enum OsDecision {
 }
 
 /// Per-run state of the answers: the budgets already spent.
+/// The messages of the tool failures raised into the sandbox in one run:
+/// Monty spells `ToolError` as `RuntimeError` (it has no user exception
+/// classes), so an uncaught one is recognised by its message and reported
+/// as `ToolError`, as CPython reports it.
+#[derive(Clone, Default)]
+pub struct ToolFailures(Arc<parking_lot::Mutex<HashSet<String>>>);
+
+impl ToolFailures {
+    fn note(&self, message: &str) {
+        self.0.lock().insert(message.to_owned());
+    }
+
+    /// The name CPython would give `exc_type` with `message`.
+    pub fn type_name(&self, exc_type: String, message: &str) -> String {
+        if exc_type == "RuntimeError" && self.0.lock().contains(message) {
+            "ToolError".to_owned()
+        } else {
+            exc_type
+        }
+    }
+}
+
 pub struct SuspensionHost {
+    /// Tool failures raised into the sandbox (see [`ToolFailures`]).
+    pub failures: ToolFailures,
     sdk: Arc<Sdk>,
     max_tool_calls: u32,
     max_sleep_total: Duration,
@@ -75,6 +100,7 @@ pub fn exception(exc_type: ExcType, msg: impl Into<String>) -> MontyException {
 impl SuspensionHost {
     pub fn new(sdk: Arc<Sdk>, max_tool_calls: u32, max_sleep_total: Duration) -> Self {
         Self {
+            failures: ToolFailures::default(),
             sdk,
             max_tool_calls,
             max_sleep_total,
@@ -285,6 +311,7 @@ fn bind(
 pub fn tool_reply(
     result: Result<Value, ToolFailure>,
     unwrap: bool,
+    failures: &ToolFailures,
 ) -> Result<MontyObject, MontyException> {
     match result {
         Ok(value) => Ok(to_monty(&if unwrap {
@@ -293,7 +320,10 @@ pub fn tool_reply(
             value
         })),
         // `ToolError` is `RuntimeError` in Monty (no user exception classes).
-        Err(failure) => Err(exception(ExcType::RuntimeError, failure.message)),
+        Err(failure) => {
+            failures.note(&failure.message);
+            Err(exception(ExcType::RuntimeError, failure.message))
+        }
     }
 }
 

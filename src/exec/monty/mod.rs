@@ -34,6 +34,7 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use self::classify::Verdict;
 use self::driver::{Ending, Finished, Job, RunLimits};
+use self::host::ToolFailures;
 use self::memory::SessionSlot;
 pub use self::runaway::MAX_FROZEN_THREADS;
 use self::runaway::{Overrun, RunWatch, Runaways};
@@ -362,6 +363,7 @@ impl MontyEngine {
             tool_calls,
             side_effects,
             others_bytes,
+            tool_failures,
             ..
         } = *finished;
         execution.stdout = stdout;
@@ -392,6 +394,7 @@ impl MontyEngine {
             self.limits.max_result_bytes,
             session_reset,
             &limit_hint,
+            &tool_failures,
         );
     }
 
@@ -452,6 +455,7 @@ fn record_ending(
     max_result_bytes: usize,
     session_reset: bool,
     limit_hint: &dyn Fn(&MontyException) -> String,
+    failures: &ToolFailures,
 ) {
     match ending {
         Ending::Value(Value::Null) => {}
@@ -473,6 +477,7 @@ fn record_ending(
         Ending::Parked(call) => execution.parked = Some(call),
         Ending::Raised { exc, verdict } => {
             let mut error = describe_failure(&exc, &verdict, limit_hint);
+            error.exc_type = failures.type_name(error.exc_type, &error.message);
             error.session_reset = session_reset;
             execution.error = Some(error);
         }

@@ -260,6 +260,7 @@ impl PoolEngine {
             self.limits.max_result_bytes,
             lost,
             &limit_hint,
+            &pool_run.host.failures,
         );
         if parked {
             execution.snapshot = pool_run.parked_dump.take().map(Snapshot::parked);

@@ -369,7 +369,8 @@ impl PoolRun {
             .tools
             .call_tool(super::ENGINE_NAME, &tool.server, &tool.tool, tool.args);
         let unwrap = tool.unwrap_result;
-        async move { (call_id, tool_reply(fut.await, unwrap)) }.boxed()
+        let failures = self.host.failures.clone();
+        async move { (call_id, tool_reply(fut.await, unwrap, &failures)) }.boxed()
     }
 
     fn count_completed(&mut self) {
