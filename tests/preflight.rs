@@ -238,20 +238,34 @@ fn cost_on_a_30_line_snippet_with_36_tools() {
     let code = thirty_lines();
     assert_eq!(code.lines().count(), 30);
     assert!(preflight::check(&code, &sdk, &[]).findings.is_empty());
+    let median = median_ms(|| {
+        std::hint::black_box(preflight::check(&code, &sdk, &[]));
+    });
+    // As the executor runs it: on an interpreter thread, for its big stack.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let sdk = std::sync::Arc::new(sdk);
+    let hopped = median_ms(|| {
+        let check = preflight::check_safely(code.clone(), sdk.clone(), Vec::new());
+        std::hint::black_box(runtime.block_on(check));
+    });
+    let verdict = if hopped <= 0.2 { "PASS" } else { "MISS" };
+    println!(
+        "PREFLIGHT median {hopped:.3} ms ({median:.3} ms without the thread hop) on a 30-line snippet, \
+         {} tools (goal <= 0.2 ms) {verdict}",
+        sdk.functions().len()
+    );
+}
+
+fn median_ms(mut job: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..2_000)
         .map(|_| {
             let started = Instant::now();
-            std::hint::black_box(preflight::check(&code, &sdk, &[]));
+            job();
             started.elapsed().as_secs_f64() * 1e3
         })
         .collect();
     times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
-    let verdict = if median <= 0.2 { "PASS" } else { "MISS" };
-    println!(
-        "PREFLIGHT median {median:.3} ms on a 30-line snippet, {} tools (goal <= 0.2 ms) {verdict}",
-        sdk.functions().len()
-    );
+    times[times.len() / 2]
 }
 
 fn thirty_lines() -> String {
