@@ -29,5 +29,15 @@ cargo build --release --ignore-rust-version --quiet
 target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 
-exec "$CODEMCP_TEST_PY2" bench/latency.py --codemcp "$target/release/codemcp" \
-    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${extra[@]}" "$@"
+status=0
+"$CODEMCP_TEST_PY2" bench/latency.py --codemcp "$target/release/codemcp" \
+    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${extra[@]}" "$@" || status=$?
+
+# The pre-flight check every run goes through, timed alone next to the runs
+# above: an ignored test in tests/preflight.rs, built in release mode.
+echo "bench/run.sh: timing the pre-flight check (builds the release test the first time)" >&2
+if ! cargo test --release --ignore-rust-version --quiet --test preflight \
+    cost_on_a_30_line_snippet_with_36_tools -- --ignored --nocapture 2>/dev/null | grep '^PREFLIGHT'; then
+    echo "bench/run.sh: the pre-flight measurement failed" >&2
+fi
+exit "$status"

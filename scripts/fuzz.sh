@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(monty_snippets sdk_catalog control_frames mcp_requests config_files session_snapshot)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(monty_snippets sdk_catalog control_frames mcp_requests config_files session_snapshot preflight)
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/fuzz/target}/fuzz"
 # An explicit --target keeps the coverage flags off build scripts and proc macros.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::persistence::{Begun, Persistence};
+use super::preflight::{self, EarlierNames};
 use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
 use super::{
     Engine, ErrorKind, Execution, Parked, Run, RunControl, RunError, RunRequest, ToolHost,
@@ -24,6 +25,8 @@ pub struct Executor {
     engine: Arc<dyn Engine>,
     checks: RunChecks,
     sessions: Persistence,
+    /// What earlier snippets of each session bound, for the pre-flight check.
+    earlier: EarlierNames,
 }
 
 impl Executor {
@@ -32,6 +35,7 @@ impl Executor {
             engine,
             checks,
             sessions,
+            earlier: EarlierNames::default(),
         }
     }
 
@@ -66,10 +70,17 @@ impl Executor {
         let started = Instant::now();
         let session = request.session.clone();
         let mut execution = match self.check(request) {
-            Ok(run) => {
-                self.run_in_session(session.as_deref(), owner, run, tools, control)
-                    .await
-            }
+            Ok(run) => match self.preflight(session.as_deref(), &run, &tools).await {
+                Ok(()) => {
+                    self.run_in_session(session.as_deref(), owner, run, tools, control)
+                        .await
+                }
+                // Nothing ran: the session is as it was, and goes on.
+                Err(error) => Execution {
+                    session,
+                    ..self.refused(error)
+                },
+            },
             Err(error) => self.refused(error),
         };
         if execution.engine.is_empty() {
@@ -183,6 +194,31 @@ impl Executor {
             error: Some(error),
             ..Execution::of(self.engine.name())
         }
+    }
+
+    /// The pre-flight check of `run`'s calls against the caller's tools;
+    /// remembers the tool-like names it binds for the session's next runs.
+    async fn preflight(
+        &self,
+        session: Option<&str>,
+        run: &Run,
+        tools: &Arc<dyn ToolHost>,
+    ) -> Result<(), RunError> {
+        let started = Instant::now();
+        let earlier = match session {
+            Some(handle) => self.earlier.of(handle),
+            None => Some(Vec::new()),
+        };
+        // Too many names to know what an earlier snippet defined: unchecked.
+        let Some(earlier) = earlier else {
+            return Ok(());
+        };
+        let checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
+        if let Some(handle) = session {
+            self.earlier.add(handle, checked.bound_tool_names.clone());
+        }
+        tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), problems = checked.total, "pre-flight check");
+        checked.error().map_or(Ok(()), Err)
     }
 
     fn check(&self, request: RunRequest) -> Result<Run, RunError> {

@@ -10,6 +10,7 @@ mod executor;
 pub mod monty;
 mod parked;
 mod persistence;
+pub mod preflight;
 pub mod router;
 pub(crate) mod session_table;
 pub mod store;
@@ -187,6 +188,9 @@ pub enum ErrorKind {
     Unsupported,
     /// The request itself was unusable (empty or oversized code).
     Input,
+    /// Calls that cannot work, found before running: nothing ran, and the
+    /// session is as it was.
+    Preflight,
     /// The client cancelled the run.
     Cancelled,
     /// A fault of the gateway, not of the code.

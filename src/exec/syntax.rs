@@ -54,11 +54,11 @@ pub fn outline(code: &str) -> Outline {
 /// Monty refuses code nested deeper than CPython's ~200 levels before it
 /// runs; such code needs no outline, and parsing it would only grow the
 /// thread's stack (and the gateway's memory) for nothing.
-pub(super) const MAX_NESTING: usize = 200;
+pub(crate) const MAX_NESTING: usize = 200;
 
 /// A cheap over-estimate from the text: bracket depth and indentation width
 /// (brackets inside strings count too, which can only skip an outline).
-pub(super) fn nests_deeper_than(code: &str, limit: usize) -> bool {
+pub(crate) fn nests_deeper_than(code: &str, limit: usize) -> bool {
     let mut depth = 0usize;
     for line in code.lines() {
         let indent = line.len() - line.trim_start().len();

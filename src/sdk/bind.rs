@@ -133,7 +133,7 @@ impl SdkFunction {
     }
 
     /// A keyword names a parameter by its Python name first, else by its wire name.
-    fn param_index(&self, keyword: &str) -> Option<usize> {
+    pub(crate) fn param_index(&self, keyword: &str) -> Option<usize> {
         self.params
             .iter()
             .position(|p| p.py_name == keyword)

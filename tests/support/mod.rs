@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
 
+pub mod peers;
 pub mod redis;
 
 /// reqwest is built without a default TLS provider; install ring once.

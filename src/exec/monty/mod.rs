@@ -9,7 +9,7 @@
 pub mod classify;
 mod convert;
 #[rustfmt::skip]
-mod cpython_tables;
+pub(crate) mod cpython_tables;
 mod driver;
 mod host;
 pub mod memory;

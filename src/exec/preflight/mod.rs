@@ -1,0 +1,171 @@
+//! The pre-flight check: before the first statement runs, every direct call
+//! of a tool function is checked against the catalog, and all the calls
+//! that cannot work are reported at once, each with its line.
+//!
+//! It never reports a call that could work: a call through a variable, in a
+//! block that may catch its error, of a name the snippet (or, as far as this
+//! gateway saw, an earlier snippet of the session) binds, or with `*args` /
+//! `**kwargs` is left to run time. Code that does not parse, or nests too
+//! deep, is not checked at all: the engine reports it.
+
+mod judge;
+mod literal;
+mod memory;
+mod scan;
+
+use std::sync::Arc;
+
+use ruff_text_size::TextSize;
+
+use super::syntax::{MAX_NESTING, nests_deeper_than};
+use super::{ErrorKind, RunError};
+use crate::sdk::{BindError, Sdk};
+
+pub use memory::EarlierNames;
+
+/// Problems listed in one result; the rest are counted.
+const MAX_LISTED: usize = 50;
+
+/// A call that cannot work, found before running. Messages read like the
+/// exception the call would raise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    #[error("name '{name}' is not defined{}", closest_list(closest))]
+    UnknownFunction { name: String, closest: Vec<String> },
+    #[error(transparent)]
+    Arguments(#[from] BindError),
+    #[error("{function}() argument '{argument}' must be {expected}, not {given}")]
+    LiteralType {
+        function: String,
+        argument: String,
+        expected: String,
+        given: &'static str,
+    },
+}
+
+fn closest_list(closest: &[String]) -> String {
+    if closest.is_empty() {
+        String::new()
+    } else {
+        format!("; closest tools: {}", closest.join(", "))
+    }
+}
+
+impl Problem {
+    /// The Python exception the call would raise.
+    fn exc_type(&self) -> &'static str {
+        match self {
+            Problem::UnknownFunction { .. } => "NameError",
+            Problem::Arguments(_) | Problem::LiteralType { .. } => "TypeError",
+        }
+    }
+}
+
+/// A problem and the line of its call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct Finding {
+    pub line: usize,
+    pub problem: Problem,
+}
+
+/// What the check found in one snippet.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The first [`MAX_LISTED`] problems, in source order.
+    pub findings: Vec<Finding>,
+    /// How many problems there are in all.
+    pub total: usize,
+    /// Names the snippet binds that a later snippet could call as if they
+    /// were tools (see [`EarlierNames`]).
+    pub bound_tool_names: Vec<String>,
+}
+
+impl Checked {
+    /// The error result of a snippet with problems; `None` when it may run.
+    pub fn error(&self) -> Option<RunError> {
+        let first = self.findings.first()?;
+        let mut lines: Vec<String> = self.findings.iter().map(ToString::to_string).collect();
+        if self.total > self.findings.len() {
+            lines.push(format!("… and {} more", self.total - self.findings.len()));
+        }
+        let message = match self.total {
+            1 => format!("{} (found before running; nothing ran)", lines.join("")),
+            n => format!(
+                "{n} calls cannot work (found before running; nothing ran):\n{}",
+                lines.join("\n")
+            ),
+        };
+        Some(
+            RunError::new(ErrorKind::Preflight, first.problem.exc_type(), message).with_hint(
+                "fix these calls and send the whole snippet again; describe_tool('name') shows a \
+                 tool's signature. A function an earlier snippet defined is not checked when \
+                 called through a variable: f = name; f(...)",
+            ),
+        )
+    }
+}
+
+/// [`check`] on a thread with a big stack: parsing, walking and dropping the
+/// syntax tree recurse as deep as the code nests, which the agent controls.
+/// Nothing is found if no such thread could run it.
+pub async fn check_safely(code: String, sdk: Arc<Sdk>, earlier: Vec<String>) -> Checked {
+    super::monty::on_big_stack(move || check(&code, &sdk, &earlier))
+        .await
+        .unwrap_or_default()
+}
+
+/// Checks `code`'s calls of `sdk`'s functions; `earlier`: names earlier
+/// snippets of the session bound that look like tools. Recurses as deep as
+/// `code` nests: see [`check_safely`].
+pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
+    if nests_deeper_than(code, MAX_NESTING) {
+        return Checked::default();
+    }
+    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
+        return Checked::default();
+    };
+    let scan = scan::Scan::of(&parsed.syntax().body);
+    if scan.too_deep {
+        return Checked::default();
+    }
+    let mut judge = judge::Judge::new(sdk, &scan, earlier);
+    let mut found: Vec<(TextSize, Problem)> = Vec::new();
+    for call in &scan.calls {
+        judge.call(call, &mut found);
+    }
+    let bound_tool_names = judge.bound_tool_names();
+    let total = found.len();
+    found.sort_by_key(|(at, _)| *at);
+    found.truncate(MAX_LISTED);
+    for (_, problem) in &mut found {
+        judge.suggest(problem);
+    }
+    Checked {
+        findings: with_lines(code, found),
+        total,
+        bound_tool_names,
+    }
+}
+
+/// Each problem with its 1-based line; `found` is in source order, so one
+/// pass over the text finds every line.
+fn with_lines(code: &str, found: Vec<(TextSize, Problem)>) -> Vec<Finding> {
+    let (mut line, mut counted) = (1, 0usize);
+    found
+        .into_iter()
+        .map(|(at, problem)| {
+            let at = usize::from(at).min(code.len());
+            line += code
+                .as_bytes()
+                .get(counted..at)
+                .map_or(0, |text| text.iter().filter(|b| **b == b'\n').count());
+            counted = at.max(counted);
+            Finding { line, problem }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
