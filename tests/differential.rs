@@ -7,6 +7,7 @@
 //! real gateway: it is counted, not compared. A snippet marked
 //! `# differs: KEY` may differ, and the README's limitations table must
 //! explain KEY; any other difference fails the test.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
 mod support;
 
