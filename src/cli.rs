@@ -26,7 +26,9 @@ use crate::upstream::{Catalog, UpstreamLimits};
 #[command(
     name = "codemcp",
     version,
-    about = "One MCP tool, execute_python, over all your MCP servers"
+    about = "One MCP tool, execute_python, over all your MCP servers",
+    after_help = "Logs go to stderr; CODEMCP_LOG sets what they show, as a tracing filter \
+                  (default: info,rmcp=warn; e.g. CODEMCP_LOG=codemcp::audit=info,codemcp::timing=trace)."
 )]
 pub struct Cli {
     /// Upstream servers file (default: $CODEMCP_CONFIG, then ~/.config/codemcp/mcp.json)

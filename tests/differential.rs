@@ -154,10 +154,10 @@ async fn every_engine_gives_cpythons_answer_or_a_listed_difference() {
     let mut unlisted = Vec::new();
     let mut listed = 0;
     for (engine, outcomes) in &results[1..] {
-        let mut escalated = 0;
+        let mut escalated = Vec::new();
         for ((snippet, want), got) in snippets.iter().zip(reference).zip(outcomes) {
             if got.escalates {
-                escalated += 1;
+                escalated.push(snippet.name.as_str());
                 continue;
             }
             if want == got {
@@ -172,9 +172,10 @@ async fn every_engine_gives_cpythons_answer_or_a_listed_difference() {
             }
         }
         println!(
-            "{engine}: {} snippets, {} stay on this engine, {escalated} would escalate",
+            "{engine}: {} snippets, {} stay on this engine, {} would escalate: {escalated:?}",
             snippets.len(),
-            snippets.len() - escalated
+            snippets.len() - escalated.len(),
+            escalated.len()
         );
     }
     println!(
