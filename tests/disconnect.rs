@@ -159,6 +159,7 @@ fn raw_gateway(setup: &Setup, lines: &[String]) -> std::process::Child {
         .arg(setup.config())
         .env("CODEMCP_MONTY_BIN", support::monty_bin())
         .env("CODEMCP_FALLBACK", "none")
+        .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
         .env("CODEMCP_LOG", "warn")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

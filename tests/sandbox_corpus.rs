@@ -389,6 +389,7 @@ impl StdioGateway {
         command
             .arg("--config")
             .arg(&config)
+            .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
             .envs(gateway_env(mode))
             .env("CODEMCP_LOG", "error");
         let (transport, _) = TokioChildProcess::builder(command)

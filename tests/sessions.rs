@@ -62,6 +62,7 @@ async fn serve(state: &Path, env: &[(&str, &str)]) -> Gateway {
         .env("XDG_STATE_HOME", state)
         .env("CODEMCP_MONTY_BIN", monty_bin())
         .env("CODEMCP_FALLBACK", "none")
+        .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(Stdio::null())

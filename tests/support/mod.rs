@@ -27,6 +27,12 @@ pub fn init_tls() {
     });
 }
 
+/// How long a test gateway's first call waits for its upstreams: far more
+/// than the default 5 s, since a loaded 2-core machine starting several
+/// gateways with Python and Node peers at once can take that long; tests
+/// of the wait itself set their own.
+pub const STARTUP_WAIT_MS: &str = "60000";
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -127,6 +133,7 @@ impl Setup {
                 .env("CODEMCP_PYTHON", worker_python())
                 // Monty-only verdicts unless a test asks for a fallback.
                 .env("CODEMCP_FALLBACK", "none")
+                .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });
@@ -299,6 +306,7 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         .env("CODEMCP_FALLBACK", "none")
         // Sessions (file store, key file) in the test's own directory.
         .env("XDG_STATE_HOME", setup.dir.path().join("state"))
+        .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(std::process::Stdio::null())
