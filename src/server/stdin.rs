@@ -52,7 +52,11 @@ impl AsyncRead for WatchedStdin {
         let wanted = buf.remaining() > 0;
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let ended = match &polled {
-            Poll::Ready(Ok(())) => wanted && buf.filled().len() == before,
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                crate::timing::REQUEST_READ.set();
+                false
+            }
+            Poll::Ready(Ok(())) => wanted,
             Poll::Ready(Err(_)) => true,
             Poll::Pending => false,
         };

@@ -129,7 +129,10 @@ impl SuspensionHost {
                 None => CallDecision::Reply(ExtFunctionResult::NotFound(name.to_owned())),
             };
         };
-        let args = match bind(name, function, args) {
+        let started = crate::timing::start();
+        let bound = bind(name, function, args);
+        crate::timing::since("arguments bound", started);
+        let args = match bound {
             Ok(args) => args,
             Err(exc) => return CallDecision::Reply(ExtFunctionResult::Error(exc)),
         };
@@ -286,7 +289,8 @@ pub fn tool_reply(
     result: Result<Value, ToolFailure>,
     unwrap: bool,
 ) -> Result<MontyObject, MontyException> {
-    match result {
+    let started = crate::timing::start();
+    let reply = match result {
         Ok(value) => Ok(to_monty(&if unwrap {
             crate::exec::unwrap_result(value)
         } else {
@@ -294,7 +298,9 @@ pub fn tool_reply(
         })),
         // `ToolError` is `RuntimeError` in Monty (no user exception classes).
         Err(failure) => Err(exception(ExcType::RuntimeError, failure.message)),
-    }
+    };
+    crate::timing::since("tool reply", started);
+    reply
 }
 
 /// `Ok`/`Err` as the resume value Monty takes.

@@ -275,9 +275,14 @@ impl MontyEngine {
         let watch = Arc::new(RunWatch::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread_watch = watch.clone();
+        let handed = crate::timing::start();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
+            crate::timing::since("engine started", handed);
             let outcome = if thread_watch.begin() {
-                catch_unwind(AssertUnwindSafe(|| driver::run(job)))
+                let started = crate::timing::start();
+                let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
+                crate::timing::since("driver done", started);
+                outcome
             } else {
                 Err(Box::new("the run was given up before it began")
                     as Box<dyn std::any::Any + Send>)
