@@ -237,6 +237,7 @@ STAGES = [
     ("tool call waited", "  tool call, as the interpreter waited for it"),
     ("monty resumed", "  Monty: resume with the result, run to the end"),
     ("driver done", "  interpreter thread total"),
+    ("engine finished", "  engine finish (hand-back from the interpreter thread)"),
     ("session dumped", "  session dump"),
     ("session sealed", "  session seal"),
     ("session saved and released", "session save and release"),

@@ -84,6 +84,8 @@ impl Default for Mark {
 pub static REQUEST_READ: Mark = Mark::new();
 /// The handler has its result; rmcp writes it next.
 pub static RESPONSE_READY: Mark = Mark::new();
+/// An interpreter thread finished its run and hands it back to the runtime.
+pub static RUN_FINISHED: Mark = Mark::new();
 /// A request to an upstream left on its stdin.
 pub static UPSTREAM_SENT: Mark = Mark::new();
 /// An upstream's answer arrived on its stdout.

@@ -252,7 +252,7 @@ impl Call {
             Err(_) => "error",
         };
         let result_bytes = match &result {
-            Ok(r) => serde_json::to_vec(r).map_or(0, |v| v.len()),
+            Ok(r) => crate::audit::json_len(r),
             Err(_) => 0,
         };
         self.record(&shown, decision, outcome, started.elapsed(), result_bytes);

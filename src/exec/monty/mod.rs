@@ -288,6 +288,7 @@ impl MontyEngine {
                     as Box<dyn std::any::Any + Send>)
             };
             if thread_watch.finish() {
+                crate::timing::RUN_FINISHED.set();
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
             } else {
                 runaway::leave_abandoned_run(&thread_watch, slot, outcome);
@@ -312,12 +313,14 @@ impl MontyEngine {
         tokio::spawn(async move {
             let _ = done_tx.send(supervisor.wait(rx).await);
         });
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             result = done_rx => result
                 .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into())),
             () = cancel.cancelled() => ThreadResult::Cancelled,
-        }
+        };
+        crate::timing::RUN_FINISHED.log_since("engine finished");
+        result
     }
 
     fn fill(&self, execution: &mut Execution, result: ThreadResult) {
