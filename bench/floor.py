@@ -188,18 +188,18 @@ def measure_runs(b: Bench) -> dict[str, list[dict[str, float | None]]]:
 def report_ratios(a: argparse.Namespace, per_mode: dict[str, list[dict[str, float | None]]]) -> list[str]:
     print()
     print("ratios to the direct call, one client process per connection (target; run 1, 2, ...; median of runs)")
-    head = f"{'':<18}" + "".join(f"{m:>28}" for m in a.modes)
+    head = f"{'':<21}" + "".join(f"{m:>34}" for m in a.modes)
     print(head)
     summary = []
     for k, label in (("b", "print(1+1)"), ("c", "1 proxied call"), ("d", "10 proxied calls")):
-        row = f"{k}/a {label:<13}"
+        row = f"{k}/a {label:<17}"
         for mode in a.modes:
             rs = [ratio(m.get(k), m.get("a")) for m in per_mode[mode]]
             ok = [r for r in rs if r is not None]
             mr = med(ok)
             verdict = "-" if mr is None else ("PASS" if mr <= TARGETS[k] else "MISS")
             cell = " ".join(fx(r) for r in rs) + f" | {fx(mr)} {verdict}"
-            row += f"{cell:>28}"
+            row += f"{cell:>34}"
             summary.append(f"{k}/a {mode} {fx(mr)} {verdict}")
         print(row + f"   target <= {TARGETS[k]:g}x")
     for mode in a.modes:
