@@ -222,6 +222,7 @@ STAGES = [
     ("limits checked", "limits (source size, wall time)"),
     ("session begun (lease, load)", "session begin (lease, load)"),
     ("engine run", "engine run (route + Monty + tool call)"),
+    ("outline", "  outline for escalation (parse on a big-stack thread)"),
     ("engine started", "  engine start (session, hand-off to interpreter thread)"),
     ("monty fed", "  Monty: parse + run to first suspension"),
     ("arguments bound", "  argument conversion + binding"),
