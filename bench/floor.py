@@ -22,8 +22,10 @@ Then a traced pass (kept apart, so tracing does not touch the figures above):
 a gateway with CODEMCP_LOG=codemcp::timing=trace runs case c, and the spans it
 logs to stderr are printed as medians per stage, in microseconds.
 
-Beside them (--pool / --host, on by default when the binaries are known): the
-same b and c with Monty in worker processes and with a warm CPython worker.
+Then a raw pass: a, b and c over bare JSON-RPC lines, no client SDK, which
+leaves the servers' own cost. Beside them (on by default when the binaries
+are known): the same b and c with Monty in worker processes and with a warm
+CPython worker.
 
 Exit status: 0 when every call succeeded, 1 when some failed, 2 when a child
 could not connect.
@@ -36,6 +38,7 @@ import asyncio
 import json
 import os
 import re
+import select
 import shutil
 import statistics
 import subprocess
@@ -305,6 +308,104 @@ def report_trace(b: Bench, traces: dict[str, dict[str, list[int]] | None], case:
     print(f"{'outside the gateway (client SDK, pipes, wake-ups)':<58}" + "".join(f"{c:>14}" for c in cells))
 
 
+# ---------------------------------------------------------------- the raw pass: no client SDK
+
+
+class RawConnection:
+    """Bare JSON-RPC lines over a child's pipes (`initialize`, 2025-11-25): no SDK in the way."""
+
+    def __init__(self, cmd: list[str], errlog: Any):
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, bufsize=0,
+                                  env=dict(os.environ, CODEMCP_LOG="warn"))
+        self.buf = bytearray()
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "floor.py", "version": "1"}}, timeout=60)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write((json.dumps(message) + "\n").encode())
+
+    def line(self, deadline: float) -> bytes:
+        assert self.p.stdout is not None
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.p.stdout], [], [], left)[0]:
+                raise TimeoutError("no answer in time")
+            chunk = os.read(self.p.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError("the server closed its output")
+            self.buf += chunk
+        end = self.buf.index(b"\n") + 1
+        line, self.buf = bytes(self.buf[:end]), self.buf[end:]
+        return line
+
+    def call(self, method: str, params: dict[str, Any], timeout: float = lt.CALL_TIMEOUT_S) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while True:
+            message = json.loads(self.line(deadline))
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+
+    def close(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
+def raw_pass(b: Bench) -> list[str]:
+    """a, b and c over bare JSON-RPC, round-robin, one connection each: the gateway's own cost."""
+    a = b.a
+    checks = {
+        "a": lambda r: "is 3." in json.dumps(r.get("content")),
+        "b": lambda r: (r.get("structuredContent") or {}).get("stdout") == "2\n",
+        "c": lambda r: "is 3." in json.dumps((r.get("structuredContent") or {}).get("result")),
+    }
+    samples: dict[str, list[float]] = {k: [] for k in "abc"}
+    with b.errlog.open("a") as errlog:
+        conns: list[RawConnection] = []
+        try:
+            direct = RawConnection([b.node, b.everything, "stdio"], errlog)
+            conns.append(direct)
+            gateway = RawConnection([a.codemcp, "--config", str(b.config)], errlog)
+            conns.append(gateway)
+            gateway.call("tools/list", {}, timeout=60)
+            calls = {
+                "a": (direct, {"name": "get-sum", "arguments": {"a": 1, "b": 2}}),
+                "b": (gateway, {"name": "execute_python", "arguments": {"code": lt.CODE_B}}),
+                "c": (gateway, {"name": "execute_python", "arguments": {"code": lt.CODE_C}}),
+            }
+            for i in range(a.warmup + a.iterations):
+                keys = "abc"[i % 3:] + "abc"[: i % 3]
+                for k in keys:
+                    conn, params = calls[k]
+                    t0 = time.perf_counter_ns()
+                    result = conn.call("tools/call", params)
+                    dt = (time.perf_counter_ns() - t0) / 1e6
+                    if not checks[k](result):
+                        raise AssertionError(f"case {k} returned {json.dumps(result)[:200]}")
+                    if i >= a.warmup:
+                        samples[k].append(dt)
+        except Exception as e:  # noqa: BLE001 - reported, the other passes stand
+            b.failed += 1
+            print(f"ERROR raw pass: {lt.describe(e)}")
+            return []
+        finally:
+            for conn in conns:
+                conn.close()
+    ma, mb, mc = (med(samples[k]) for k in "abc")
+    print()
+    print(f"bare JSON-RPC, no client SDK (initialize; n = {a.iterations}; median ms): "
+          f"a {fx(ma, '', 3)}, b {fx(mb, '', 3)}, c {fx(mc, '', 3)}; "
+          f"b/a {fx(ratio(mb, ma))}, c/a {fx(ratio(mc, ma))}, c-a {fx(None if mc is None or ma is None else mc - ma, ' ms', 3)}")
+    return [f"raw c/a {fx(ratio(mc, ma))}"]
+
+
+
 # ---------------------------------------------------------------- beside: other placements
 
 
@@ -349,6 +450,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--modes", default="auto,legacy", help="client modes, comma-separated (default auto,legacy)")
     ap.add_argument("--no-trace", action="store_true", help="skip the traced pass")
     ap.add_argument("--no-beside", action="store_true", help="skip the pool and host placements")
+    ap.add_argument("--no-raw", action="store_true", help="skip the bare JSON-RPC pass")
     ap.add_argument("--quick", action="store_true", help="a short run for a smoke test")
     ap.add_argument("--monty-bin", default=os.environ.get("CODEMCP_MONTY_BIN"), help="measure the pool placement too (default $CODEMCP_MONTY_BIN)")
     ap.add_argument("--host-python", default=os.environ.get("CODEMCP_PYTHON"), help="measure a warm host CPython worker too (default $CODEMCP_PYTHON)")
@@ -395,6 +497,8 @@ def main() -> int:
     if not a.no_trace and not b.fatal:
         traces = {mode: traced_pass(b, mode, "c") for mode in a.modes}
         report_trace(b, traces, "c")
+    if not a.no_raw and not b.fatal:
+        summary += raw_pass(b)
     if not a.no_beside and not b.fatal:
         summary += beside(b)
     print()
