@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Installs the test peers, builds the release binary and runs bench/latency.py.
-# Arguments go to latency.py (e.g. --quick, -n 500). Honours CARGO_TARGET_DIR.
+# Installs the test peers, builds the release binary, then runs bench/floor.py
+# (one client process per connection: the headline ratios, the traced
+# breakdown, the pool and host placements) and bench/latency.py (one process
+# driving every connection, interleaved: pool, host, Docker, policy, RSS).
+# --quick goes to both; --tokens also runs bench/tokens/run.sh; other
+# arguments go to latency.py (e.g. -n 500). Honours CARGO_TARGET_DIR.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+
+floor_args=()
+latency_args=()
+tokens=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick) floor_args+=(--quick); latency_args+=(--quick) ;;
+        --tokens) tokens=1 ;;
+        *) latency_args+=("$arg") ;;
+    esac
+done
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
@@ -19,9 +34,8 @@ CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$root/.deps/monty-runtime"
 # CPython on the host, and in Docker when the engine answers and the image exists.
 CODEMCP_PYTHON="$(scripts/install-worker-python.sh "$root/.deps/worker-python")"
 export CODEMCP_MONTY_BIN CODEMCP_PYTHON
-extra=()
 if docker image inspect "${CODEMCP_DOCKER_IMAGE:-codemcp-worker:1}" >/dev/null 2>&1; then
-    extra+=(--docker)
+    latency_args+=(--docker)
 fi
 
 echo "bench/run.sh: building the release binary (the first build takes minutes)" >&2
@@ -29,9 +43,18 @@ cargo build --release --ignore-rust-version --quiet
 target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 
+# The worst exit status of the benches run.
 status=0
+keep() { if [ "$1" -gt "$status" ]; then status=$1; fi; }
+"$CODEMCP_TEST_PY2" bench/floor.py --codemcp "$target/release/codemcp" \
+    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${floor_args[@]}" || keep $?
+echo
 "$CODEMCP_TEST_PY2" bench/latency.py --codemcp "$target/release/codemcp" \
-    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${extra[@]}" "$@" || status=$?
+    --node-modules "$CODEMCP_TEST_NODE_MODULES" "${latency_args[@]}" || keep $?
+if [ "$tokens" = 1 ]; then
+    echo
+    bench/tokens/run.sh || keep $?
+fi
 
 # The pre-flight check every run goes through, timed alone next to the runs
 # above: an ignored test in tests/preflight.rs, built in release mode.
@@ -39,5 +62,6 @@ echo "bench/run.sh: timing the pre-flight check (builds the release test the fir
 if ! cargo test --release --ignore-rust-version --quiet --test preflight \
     cost_on_a_30_line_snippet_with_36_tools -- --ignored --nocapture 2>/dev/null | grep '^PREFLIGHT'; then
     echo "bench/run.sh: the pre-flight measurement failed" >&2
+    keep 1
 fi
 exit "$status"

@@ -86,6 +86,10 @@ impl AuditLog {
     }
 
     pub fn record(&self, entry: &AuditEntry<'_>) {
+        if self.file.is_none() && !tracing::enabled!(target: "codemcp::audit", tracing::Level::INFO)
+        {
+            return; // nobody would read the line
+        }
         let line = line(entry, SystemTime::now());
         tracing::info!(target: "codemcp::audit", "{line}");
         if let Some(file) = &self.file
@@ -137,6 +141,22 @@ fn open_append(path: &Path) -> Result<File, AuditError> {
             path: path.to_owned(),
             source,
         })
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+pub fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
 /// A call's arguments as the log shows them: values of secret-looking keys
@@ -214,6 +234,12 @@ mod tests {
             duration_ms: 3,
             result_bytes: 10,
         }
+    }
+
+    #[test]
+    fn json_len_is_the_length_of_the_json() {
+        let value = json!({"content": [{"type": "text", "text": "The sum of 1 and 2 is 3. é"}]});
+        assert_eq!(json_len(&value), value.to_string().len());
     }
 
     #[test]

@@ -11,5 +11,6 @@ pub mod process;
 pub mod sdk;
 pub mod secret;
 pub mod server;
+pub mod timing;
 pub mod tooldef;
 pub mod upstream;

@@ -69,7 +69,9 @@ impl Executor {
     ) -> Execution {
         let started = Instant::now();
         let session = request.session.clone();
-        let mut execution = match self.check(request) {
+        let checked = self.check(request);
+        crate::timing::since("limits checked", Some(started));
+        let mut execution = match checked {
             Ok(run) => match self.preflight(session.as_deref(), &run, &tools).await {
                 Ok(()) => {
                     self.run_in_session(session.as_deref(), owner, run, tools, control)

@@ -179,7 +179,12 @@ impl Router {
         }
         // Only a gateway that can escalate needs the outline.
         let outline = match &self.fallback {
-            Some(_) => syntax::outline_safely(&run.code).await,
+            Some(_) => {
+                let started = crate::timing::start();
+                let outline = syntax::outline_safely(&run.code).await;
+                crate::timing::since("outline", started);
+                outline
+            }
             None => syntax::Outline::default(),
         };
         if let Some(fallback) = &self.fallback

@@ -24,6 +24,7 @@ use crate::config::Settings;
 use crate::exec::{ToolFailure, ToolHost};
 use crate::policy::Decision;
 use crate::sdk::Sdk;
+use crate::timing;
 use crate::upstream::{Catalog, UpstreamError};
 
 /// How approvals are asked and calls recorded, for the whole gateway.
@@ -220,7 +221,10 @@ impl ToolHost for GuardedTools {
 impl Call {
     async fn run(mut self) -> Result<Value, ToolFailure> {
         let identity = &self.context.identity;
-        let decision = match identity.policy(&self.catalog, &self.server, &self.tool) {
+        let checking = timing::start();
+        let policy = identity.policy(&self.catalog, &self.server, &self.tool);
+        timing::since("policy checked", checking);
+        let decision = match policy {
             Some(Decision::Allow) => "allow",
             Some(Decision::Ask) => match self.approval().await {
                 Ok(()) => "approved",
@@ -240,6 +244,7 @@ impl Call {
         let shown = crate::audit::shown_arguments(&args);
         let started = Instant::now();
         let result = self.catalog.call(&self.server, &self.tool, args).await;
+        let recording = timing::start();
         let outcome = match &result {
             Ok(r) if r.is_error == Some(true) => "error",
             Ok(_) => "ok",
@@ -247,16 +252,20 @@ impl Call {
             Err(_) => "error",
         };
         let result_bytes = match &result {
-            Ok(r) => serde_json::to_vec(r).map_or(0, |v| v.len()),
+            Ok(r) => crate::audit::json_len(r),
             Err(_) => 0,
         };
         self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
-        match result {
+        timing::since("audit recorded", recording);
+        let converting = timing::start();
+        let value = match result {
             Ok(result) => crate::upstream::tool_value(result),
             Err(e) => Err(ToolFailure {
                 message: e.to_string(),
             }),
-        }
+        };
+        timing::since("result converted", converting);
+        value
     }
 
     fn refuse(&self, decision: &str, message: String) -> Result<Value, ToolFailure> {

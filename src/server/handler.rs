@@ -31,6 +31,7 @@ use crate::exec::store::Owner;
 use crate::exec::{
     ErrorKind, Execution, Executor, RunControl, RunError, RunRequest, ToolCallObserver, ToolHost,
 };
+use crate::timing;
 use crate::upstream::Catalog;
 
 pub const TOOL_NAME: &str = "execute_python";
@@ -221,7 +222,10 @@ impl Gateway {
         control: RunControl,
     ) -> CallToolResult {
         let execution = self.execution(arguments, caller, control).await;
-        tool_result(&execution, self.shared.output)
+        let started = timing::start();
+        let result = tool_result(&execution, self.shared.output);
+        timing::since("result rendered", started);
+        result
     }
 
     /// Runs one `execute_python` call for `caller`.
@@ -231,7 +235,10 @@ impl Gateway {
         caller: Caller,
         control: RunControl,
     ) -> Execution {
-        match parse_request(arguments) {
+        let started = timing::start();
+        let parsed = parse_request(arguments);
+        timing::since("request parsed", started);
+        match parsed {
             Ok(request) => self.run_request(request, caller, control).await,
             Err(error) => self.shared.executor.refused(error),
         }
@@ -279,6 +286,35 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// `tools/call`: runs `execute_python` (or resumes a run waiting for its
+    /// user's answer).
+    async fn call_execute(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.upstreams_ready(&context).await?;
+        if request.name != TOOL_NAME {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool '{}'; the only tool is {TOOL_NAME}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let identity = Identity::of_request(&context);
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.as_ref();
+            return Ok(self.resume(state, responses, identity, &context).await);
+        }
+        if in_lasting_session(&context) {
+            Ok(self.run_attached(request, &context, identity).await.into())
+        } else {
+            Ok(self.run_detached(request, &context, identity).await)
+        }
+    }
+
     /// A call of a lasting MCP session (stdio, `Mcp-Session-Id`): the run is
     /// this request's, and stops when the client cancels it or leaves.
     async fn run_attached(
@@ -464,26 +500,12 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.upstreams_ready(&context).await?;
-        if request.name != TOOL_NAME {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool '{}'; the only tool is {TOOL_NAME}",
-                    request.name
-                ),
-                None,
-            ));
-        }
-        let identity = Identity::of_request(&context);
-        if let Some(state) = request.request_state.as_deref() {
-            let responses = request.input_responses.as_ref();
-            return Ok(self.resume(state, responses, identity, &context).await);
-        }
-        if in_lasting_session(&context) {
-            Ok(self.run_attached(request, &context, identity).await.into())
-        } else {
-            Ok(self.run_detached(request, &context, identity).await)
-        }
+        timing::REQUEST_READ.log_since("request read");
+        let started = timing::start();
+        let response = self.call_execute(request, context).await;
+        timing::since("handler done", started);
+        timing::RESPONSE_READY.set();
+        response
     }
 
     async fn list_resources(

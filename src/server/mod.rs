@@ -7,6 +7,7 @@ mod identity;
 mod pending;
 mod render;
 mod stdin;
+mod stdio;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,7 +51,7 @@ pub async fn serve_stdio(shared: Arc<GatewayState>) -> Result<(), ServerError> {
     let upstreams_ready = Box::pin(async move { catalog.ready().await });
     let input = stdin::WatchedStdin::new(gateway.closing(), upstreams_ready);
     let running = gateway
-        .serve((input, tokio::io::stdout()))
+        .serve((input, stdio::output()))
         .await
         .map_err(|e| ServerError::Session(e.to_string()))?;
     running

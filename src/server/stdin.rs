@@ -24,7 +24,7 @@ const DRAIN: Duration = Duration::from_millis(1500);
 const CHECK_EVERY: Duration = Duration::from_millis(20);
 
 pub struct WatchedStdin {
-    inner: tokio::io::Stdin,
+    inner: super::stdio::Input,
     closed: CancellationToken,
     /// Resolves when the upstreams are up; taken when stdin ends.
     upstreams_ready: Option<BoxFuture<'static, ()>>,
@@ -35,7 +35,7 @@ impl WatchedStdin {
     /// is gone, or `DRAIN` after stdin ended.
     pub fn new(closed: CancellationToken, upstreams_ready: BoxFuture<'static, ()>) -> Self {
         Self {
-            inner: tokio::io::stdin(),
+            inner: super::stdio::input(),
             closed,
             upstreams_ready: Some(upstreams_ready),
         }
@@ -52,7 +52,11 @@ impl AsyncRead for WatchedStdin {
         let wanted = buf.remaining() > 0;
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let ended = match &polled {
-            Poll::Ready(Ok(())) => wanted && buf.filled().len() == before,
+            Poll::Ready(Ok(())) if buf.filled().len() > before => {
+                crate::timing::REQUEST_READ.set();
+                false
+            }
+            Poll::Ready(Ok(())) => wanted,
             Poll::Ready(Err(_)) => true,
             Poll::Pending => false,
         };

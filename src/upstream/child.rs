@@ -97,6 +97,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for WatchedOutput<R> {
             other => return other,
         }
         let fresh = &buf.filled()[before..];
+        crate::timing::UPSTREAM_READ.set();
         if fresh.is_empty() {
             this.liveness
                 .lose("the server closed its output (it exited or crashed)");
@@ -186,7 +187,12 @@ impl Transport<RoleClient> for ChildTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.transport.send(item)
+        let sending = self.transport.send(item);
+        async move {
+            let sent = sending.await;
+            crate::timing::UPSTREAM_SENT.set();
+            sent
+        }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {

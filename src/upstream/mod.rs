@@ -314,8 +314,11 @@ impl Catalog {
             .upstreams
             .get(server)
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
+        let looking = crate::timing::start();
         let live = self.inner.peer(upstream).await?;
+        crate::timing::since("upstream peer", looking);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let calling = crate::timing::start();
         let timeout = self.inner.tool_timeout;
         let lost = async {
             match &live.liveness {
@@ -326,7 +329,10 @@ impl Catalog {
         let failure = tokio::select! {
             biased;
             outcome = tokio::time::timeout(timeout, live.peer.call_tool(params)) => match outcome {
-                Ok(Ok(result)) => return Ok(result),
+                Ok(Ok(result)) => {
+                    log_round_trip(calling);
+                    return Ok(result);
+                }
                 Err(_) => {
                     let stuck = live.liveness.as_ref().filter(|l| l.unfinished_bytes() > 0);
                     let Some(liveness) = stuck else {
@@ -374,6 +380,29 @@ impl Catalog {
             tool: tool.to_owned(),
             reason,
         })
+    }
+}
+
+/// An upstream call's round trip, split where the bytes left and came back
+/// (stdio upstreams mark both; see `crate::timing`).
+fn log_round_trip(started: Option<Instant>) {
+    let Some(started) = started else {
+        return;
+    };
+    let now = Instant::now();
+    crate::timing::stage("upstream call", now - started);
+    let (sent, read) = (
+        crate::timing::UPSTREAM_SENT.take(),
+        crate::timing::UPSTREAM_READ.take(),
+    );
+    if let (Some(sent), Some(read)) = (sent, read)
+        && started <= sent
+        && sent <= read
+        && read <= now
+    {
+        crate::timing::stage("upstream sent", sent - started);
+        crate::timing::stage("upstream answered", read - sent);
+        crate::timing::stage("upstream received", now - read);
     }
 }
 

@@ -255,6 +255,7 @@ impl Driver {
         let remaining = self.remaining();
         repl.tracker_mut().set_max_feed_duration(remaining);
         repl.tracker_mut().set_max_turn_duration(remaining);
+        let started = crate::timing::start();
         let first = {
             let _scope = MemoryScope::enter(self.slot);
             repl.feed_start(
@@ -263,6 +264,7 @@ impl Driver {
                 PrintWriter::Callback(&mut self.out),
             )
         };
+        crate::timing::since("monty fed", started);
         self.drive(first)
     }
 
@@ -451,8 +453,16 @@ impl Driver {
             let _scope = MemoryScope::enter(self.slot);
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }
-        match self.wait_for(call_id) {
-            Ok(reply) => self.resume_call(call, ext_result(reply)),
+        let waiting = crate::timing::start();
+        let waited = self.wait_for(call_id);
+        crate::timing::since("tool call waited", waiting);
+        match waited {
+            Ok(reply) => {
+                let started = crate::timing::start();
+                let step = self.resume_call(call, ext_result(reply));
+                crate::timing::since("monty resumed", started);
+                step
+            }
             Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),
         }
     }

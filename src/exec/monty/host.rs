@@ -155,7 +155,10 @@ impl SuspensionHost {
                 None => CallDecision::Reply(ExtFunctionResult::NotFound(name.to_owned())),
             };
         };
-        let args = match bind(name, function, args) {
+        let started = crate::timing::start();
+        let bound = bind(name, function, args);
+        crate::timing::since("arguments bound", started);
+        let args = match bound {
             Ok(args) => args,
             Err(exc) => return CallDecision::Reply(ExtFunctionResult::Error(exc)),
         };
@@ -313,7 +316,8 @@ pub fn tool_reply(
     unwrap: bool,
     failures: &ToolFailures,
 ) -> Result<MontyObject, MontyException> {
-    match result {
+    let started = crate::timing::start();
+    let reply = match result {
         Ok(value) => Ok(to_monty(&if unwrap {
             crate::exec::unwrap_result(value)
         } else {
@@ -324,7 +328,9 @@ pub fn tool_reply(
             failures.note(&failure.message);
             Err(exception(ExcType::RuntimeError, failure.message))
         }
-    }
+    };
+    crate::timing::since("tool reply", started);
+    reply
 }
 
 /// `Ok`/`Err` as the resume value Monty takes.

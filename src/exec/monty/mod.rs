@@ -285,14 +285,20 @@ impl MontyEngine {
         let watch = Arc::new(RunWatch::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread_watch = watch.clone();
+        let handed = crate::timing::start();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
+            crate::timing::since("engine started", handed);
             let outcome = if thread_watch.begin() {
-                catch_unwind(AssertUnwindSafe(|| driver::run(job)))
+                let started = crate::timing::start();
+                let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
+                crate::timing::since("driver done", started);
+                outcome
             } else {
                 Err(Box::new("the run was given up before it began")
                     as Box<dyn std::any::Any + Send>)
             };
             if thread_watch.finish() {
+                crate::timing::RUN_FINISHED.set();
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
             } else {
                 runaway::leave_abandoned_run(&thread_watch, slot, outcome);
@@ -317,12 +323,14 @@ impl MontyEngine {
         tokio::spawn(async move {
             let _ = done_tx.send(supervisor.wait(rx).await);
         });
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             result = done_rx => result
                 .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into())),
             () = cancel.cancelled() => ThreadResult::Cancelled,
-        }
+        };
+        crate::timing::RUN_FINISHED.log_since("engine finished");
+        result
     }
 
     fn fill(&self, execution: &mut Execution, result: ThreadResult) {
