@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         .with_ansi(false)
         .init();
     codemcp::process::raise_open_file_limit();
+    codemcp::process::return_big_blocks_when_freed();
     // reqwest (https upstreams) is built without a default TLS provider.
     if rustls::crypto::ring::default_provider()
         .install_default()
