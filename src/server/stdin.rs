@@ -10,10 +10,11 @@
 //! the piped requests wait for them before they run.
 
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +28,11 @@ pub struct WatchedStdin {
     inner: super::stdio::Input,
     closed: CancellationToken,
     /// Resolves when the upstreams are up; taken when stdin ends.
-    upstreams_ready: Option<BoxFuture<'static, ()>>,
+    upstreams_ready: Option<Shared<BoxFuture<'static, ()>>>,
+    /// Once stdin ended: resolves when the end may be passed on to rmcp,
+    /// whose own wait for in-flight requests (5 s) must not start while
+    /// they still wait for the upstreams.
+    hold_end: Option<BoxFuture<'static, ()>>,
 }
 
 impl WatchedStdin {
@@ -37,7 +42,26 @@ impl WatchedStdin {
         Self {
             inner: super::stdio::input(),
             closed,
-            upstreams_ready: Some(upstreams_ready),
+            upstreams_ready: Some(upstreams_ready.shared()),
+            hold_end: None,
+        }
+    }
+
+    /// Stdin ended: the drain starts, and the end reaches rmcp once the
+    /// upstreams are up or the session closed (a client that left).
+    fn ended(&mut self) {
+        if let Some(ready) = self.upstreams_ready.take() {
+            let closed = self.closed.clone();
+            tokio::spawn(cancel_when_unread(closed.clone(), ready.clone().boxed()));
+            self.hold_end = Some(
+                async move {
+                    tokio::select! {
+                        () = ready => {}
+                        () = closed.cancelled() => {}
+                    }
+                }
+                .boxed(),
+            );
         }
     }
 }
@@ -48,6 +72,11 @@ impl AsyncRead for WatchedStdin {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if let Some(hold) = self.hold_end.as_mut() {
+            ready!(hold.as_mut().poll(cx));
+            self.hold_end = None;
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let wanted = buf.remaining() > 0;
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
@@ -60,8 +89,9 @@ impl AsyncRead for WatchedStdin {
             Poll::Ready(Err(_)) => true,
             Poll::Pending => false,
         };
-        if ended && let Some(ready) = self.upstreams_ready.take() {
-            tokio::spawn(cancel_when_unread(self.closed.clone(), ready));
+        if ended && self.upstreams_ready.is_some() {
+            self.ended();
+            return self.poll_read(cx, buf);
         }
         polled
     }
