@@ -33,6 +33,22 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
+    /// A tool with only a name and an input schema: no description, output
+    /// schema or annotations, allowed (tests, fuzz targets and benches build
+    /// catalogs this way).
+    pub fn with_schema(server: &str, name: &str, input_schema: Value) -> ToolDef {
+        ToolDef {
+            server: server.into(),
+            name: name.into(),
+            description: String::new(),
+            input_schema: input_schema.into(),
+            output_schema: None,
+            read_only: false,
+            destructive: false,
+            policy: Decision::Allow,
+        }
+    }
+
     /// A tool as an upstream listed it. Here its schemas enter the gateway, so here they are
     /// cut to [`MAX_SCHEMA_DEPTH`], with a warning naming the tool when that cut anything.
     pub fn from_mcp(server: &str, tool: rmcp::model::Tool) -> ToolDef {

@@ -58,16 +58,7 @@ fn repeat(out: &mut String, unit: &str, times: usize) {
 }
 
 fn tool(name: &str, input_schema: Value) -> ToolDef {
-    ToolDef {
-        server: "everything".into(),
-        name: name.into(),
-        description: String::new(),
-        input_schema: input_schema.into(),
-        output_schema: None,
-        read_only: false,
-        destructive: false,
-        policy: codemcp::policy::Decision::Allow,
-    }
+    ToolDef::with_schema("everything", name, input_schema)
 }
 
 fn sdk() -> Arc<Sdk> {

@@ -9,16 +9,7 @@ mod properties;
 use properties::python_parse_failures;
 
 fn tool(server: &str, name: &str, input_schema: Value) -> ToolDef {
-    ToolDef {
-        server: server.into(),
-        name: name.into(),
-        description: String::new(),
-        input_schema: input_schema.into(),
-        output_schema: None,
-        read_only: false,
-        destructive: false,
-        policy: crate::policy::Decision::Allow,
-    }
+    ToolDef::with_schema(server, name, input_schema)
 }
 
 fn names(sdk: &Sdk) -> Vec<&str> {

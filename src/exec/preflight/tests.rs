@@ -4,16 +4,7 @@ use super::*;
 use crate::tooldef::ToolDef;
 
 fn tool(name: &str, input_schema: Value) -> ToolDef {
-    ToolDef {
-        server: "everything".into(),
-        name: name.into(),
-        description: String::new(),
-        input_schema: input_schema.into(),
-        output_schema: None,
-        read_only: false,
-        destructive: false,
-        policy: crate::policy::Decision::Allow,
-    }
+    ToolDef::with_schema("everything", name, input_schema)
 }
 
 fn sdk() -> Sdk {
