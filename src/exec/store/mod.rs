@@ -15,7 +15,8 @@
 //! now. So a holder whose lease ran out (it was slow, or paused) can still
 //! save if nobody touched the session meanwhile, but never overwrites a newer
 //! holder's work ([`StoreError::LeaseLost`]). A holder that crashed frees the
-//! handle after [`StoreLimits::lease_ttl`]. A session untouched (no load, no
+//! handle after [`StoreLimits::lease_ttl`] (in the `file` store at once when
+//! its process died: leases there are file locks the kernel frees). A session untouched (no load, no
 //! save) for [`StoreLimits::idle`] disappears.
 //!
 //! # Sealing
@@ -51,6 +52,7 @@
 mod handle;
 mod key;
 mod memory;
+mod os_lease;
 mod redis;
 pub mod seal;
 mod sealed;

@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, named_params};
 
 use super::key::create_private_dir_for;
+use super::os_lease::{OsLeases, SaveHold};
 use super::sealed::{Backend, Fetched};
 use super::{Handle, StoreError, StoreLimits};
 
@@ -51,6 +52,9 @@ pub(crate) struct SqliteBackend {
     limits: StoreLimits,
     /// Written since the last checkpoint.
     dirty: Arc<std::sync::atomic::AtomicBool>,
+    /// Leases as file locks; `None` where the kernel does not offer them,
+    /// and leases are rows then.
+    leases: Option<Arc<OsLeases>>,
 }
 
 impl SqliteBackend {
@@ -81,11 +85,19 @@ impl SqliteBackend {
         )
         .map_err(|e| fail(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
+        let leases = match OsLeases::open(path, limits.lease_ttl) {
+            Ok(leases) => Some(Arc::new(leases)),
+            Err(e) => {
+                tracing::info!(target: "codemcp::session", error = %e, "no file locks for session leases; they are database rows");
+                None
+            }
+        };
         let backend = Self {
             path: path.to_owned(),
             conn: Arc::new(Mutex::new(conn)),
             limits,
             dirty: Arc::default(),
+            leases,
         };
         checkpoint_now_and_then(&backend);
         // One bounded sweep now; the store's sweeper does the rest.
@@ -102,8 +114,53 @@ impl SqliteBackend {
         job(&self.conn.lock())
     }
 
-    /// `put`, and with `unlock` the lease freed in the same blocking call.
+    /// `put`, and with `unlock` the lease freed whatever the put did.
     fn write(
+        &self,
+        handle: &Handle,
+        token: u128,
+        fence: u64,
+        record: Vec<u8>,
+        unlock: bool,
+    ) -> BoxFuture<'static, Result<bool, StoreError>> {
+        let Some(leases) = &self.leases else {
+            return self.write_row(handle, token, fence, record, unlock);
+        };
+        let (leases, key) = (Arc::clone(leases), handle.as_str().to_owned());
+        let hold = match leases.hold_for_save(&key, token) {
+            Ok(hold) => hold,
+            Err(e) => return futures::future::ready(Err(self.unavailable(&e))).boxed(),
+        };
+        let saving = match hold {
+            SaveHold::Taken => futures::future::ready(Ok(false)).boxed(),
+            SaveHold::Ours | SaveHold::Borrowed => {
+                self.write_row(handle, token, fence, record, false)
+            }
+        };
+        let path = self.path.clone();
+        async move {
+            let written = saving.await;
+            let freed = leases.end_save(&key, token, &hold).and_then(|()| {
+                if unlock {
+                    leases.unlock(&key, token)
+                } else {
+                    Ok(())
+                }
+            });
+            let written = written?;
+            freed.map_err(|e| unavailable(&path, &e))?;
+            Ok(written)
+        }
+        .boxed()
+    }
+
+    fn unavailable(&self, e: &dyn std::fmt::Display) -> StoreError {
+        unavailable(&self.path, e)
+    }
+
+    /// `put` with the lease a row, and with `unlock` freed in the same
+    /// blocking call.
+    fn write_row(
         &self,
         handle: &Handle,
         token: u128,
@@ -192,6 +249,10 @@ impl SqliteBackend {
     fn ms(d: Duration) -> i64 {
         i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
     }
+}
+
+fn unavailable(path: &Path, e: &dyn std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("{}: {e}", path.display()))
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -296,6 +357,18 @@ fn lock_row(
         .query_row(params, |row| row.get::<_, i64>(0))
         .optional()?;
     Ok(fence.map(|v| v.max(0) as u64))
+}
+
+/// The version of `handle`'s live record, 0 if none.
+fn live_version(conn: &Connection, handle: &str, now: i64) -> rusqlite::Result<u64> {
+    let sql = format!("SELECT {LIVE_VERSION} FROM sessions WHERE handle = :handle");
+    let version = conn
+        .prepare_cached(&sql)?
+        .query_row(named_params! { ":handle": handle, ":now": now }, |row| {
+            row.get::<_, i64>(0)
+        })
+        .optional()?;
+    Ok(version.map_or(0, |v| v.max(0) as u64))
 }
 
 struct Put {
@@ -418,7 +491,25 @@ impl Backend for SqliteBackend {
         token: u128,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         let (handle, ttl) = (handle.as_str().to_owned(), Self::ms(self.limits.lease_ttl));
-        self.quick(move |conn, now| lock_row(conn, &handle, token, now, ttl))
+        let Some(leases) = &self.leases else {
+            return self.quick(move |conn, now| lock_row(conn, &handle, token, now, ttl));
+        };
+        match leases.try_lock(&handle, token) {
+            Ok(true) => {}
+            Ok(false) => return futures::future::ready(Ok(None)).boxed(),
+            Err(e) => return futures::future::ready(Err(self.unavailable(&e))).boxed(),
+        }
+        let (leases, key) = (Arc::clone(leases), handle.clone());
+        let reading = self.quick(move |conn, now| live_version(conn, &handle, now));
+        async move {
+            let version = reading.await;
+            if version.is_err() {
+                // Not left held for the lease time by a store that is down.
+                let _ = leases.unlock(&key, token);
+            }
+            version.map(Some)
+        }
+        .boxed()
     }
 
     fn put<'a>(
@@ -447,7 +538,13 @@ impl Backend for SqliteBackend {
         token: u128,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let handle = handle.as_str().to_owned();
-        self.quick(move |conn, now| unlock_row(conn, &handle, token, now))
+        let Some(leases) = &self.leases else {
+            return self.quick(move |conn, now| unlock_row(conn, &handle, token, now));
+        };
+        let freed = leases
+            .unlock(&handle, token)
+            .map_err(|e| self.unavailable(&e));
+        futures::future::ready(freed).boxed()
     }
 
     fn delete<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -468,6 +565,9 @@ impl Backend for SqliteBackend {
     fn sweep(&self) -> Option<BoxFuture<'_, Result<usize, StoreError>>> {
         Some(
             async move {
+                if let Some(leases) = &self.leases {
+                    leases.sweep().map_err(|e| self.unavailable(&e))?;
+                }
                 let mut total = 0;
                 loop {
                     // One batch per blocking job, so saves get the lock in between.
