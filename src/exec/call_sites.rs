@@ -86,13 +86,13 @@ pub fn snippet_calls(code: &str) -> SnippetCalls {
     marker.calls
 }
 
-/// [`snippet_calls`] on a thread with a big stack.
+/// [`snippet_calls`] with a big stack.
 pub async fn snippet_calls_safely(code: &str) -> SnippetCalls {
     if !may_use_async(code) {
         return SnippetCalls::default();
     }
     let code = code.to_owned();
-    super::monty::on_big_stack(move || snippet_calls(&code))
+    super::monty::on_big_stack_for(code.len(), move || snippet_calls(&code))
         .await
         .unwrap_or_default()
 }

@@ -21,11 +21,11 @@ pub struct Outline {
     pub definitions: Vec<(String, String)>,
 }
 
-/// [`outline`] on a thread with a big stack: the parser and the tree walk
+/// [`outline`] with a big stack: the parser and the tree walk
 /// recurse as deep as the code nests, which the agent controls.
 pub async fn outline_safely(code: &str) -> Outline {
     let code = code.to_owned();
-    super::monty::on_big_stack(move || outline(&code))
+    super::monty::on_big_stack_for(code.len(), move || outline(&code))
         .await
         .unwrap_or_default()
 }

@@ -53,6 +53,26 @@ const INTERPRETER_STACK: usize = 256 << 20;
 
 static INTERPRETER_THREADS: threads::ThreadCache = threads::ThreadCache::new(INTERPRETER_STACK);
 
+/// Agent code up to this size is parsed (and its tree walked) on the calling
+/// thread, on a stack grown for the job: a hop to an interpreter thread and
+/// back costs 50-90 µs, more than parsing a snippet this size. Bigger code
+/// hops, so a long parse never holds up an async worker thread.
+const PARSE_HERE_MAX: usize = 8 << 10;
+
+/// Runs `job`, work on agent code `code_len` bytes long whose nesting the
+/// agent controls (parsing it, walking its syntax tree, dropping the tree),
+/// with as much stack as an interpreter thread has. `None` if it panicked or
+/// no thread could run it.
+pub async fn on_big_stack_for<T: Send + 'static>(
+    code_len: usize,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    if code_len <= PARSE_HERE_MAX {
+        return catch_unwind(AssertUnwindSafe(|| stacker::grow(INTERPRETER_STACK, job))).ok();
+    }
+    on_big_stack(job).await
+}
+
 /// Runs `job` on an interpreter thread: work on agent code whose nesting
 /// the agent controls (parsing it, walking its syntax tree, dropping the
 /// tree) needs the big stack too. `None` if no thread could run it or it

@@ -107,11 +107,11 @@ impl Checked {
     }
 }
 
-/// [`check`] on a thread with a big stack: parsing, walking and dropping the
+/// [`check`] with a big stack: parsing, walking and dropping the
 /// syntax tree recurse as deep as the code nests, which the agent controls.
-/// Nothing is found if no such thread could run it.
+/// Nothing is found if it could not run.
 pub async fn check_safely(code: String, sdk: Arc<Sdk>, earlier: Vec<String>) -> Checked {
-    super::monty::on_big_stack(move || check(&code, &sdk, &earlier))
+    super::monty::on_big_stack_for(code.len(), move || check(&code, &sdk, &earlier))
         .await
         .unwrap_or_default()
 }
