@@ -11,11 +11,7 @@ fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
     let filter =
         EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    let telemetry = codemcp::telemetry::Telemetry::init(filter);
     codemcp::process::raise_open_file_limit();
     codemcp::process::return_big_blocks_when_freed();
     // reqwest (https upstreams) is built without a default TLS provider.
@@ -35,5 +31,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(codemcp::cli::main())
+    let code = runtime.block_on(codemcp::cli::main());
+    telemetry.shutdown();
+    code
 }

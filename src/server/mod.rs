@@ -2,8 +2,10 @@
 
 mod guarded;
 mod handler;
+mod health;
 mod http_sessions;
 mod identity;
+mod origin;
 mod pending;
 mod render;
 mod stdin;
@@ -72,6 +74,8 @@ pub struct HttpAccess {
     pub token: Option<String>,
     /// Principals, each with its own token (`CODEMCP_HTTP_TOKENS`).
     pub principals: Option<Arc<crate::principals::Principals>>,
+    /// `CODEMCP_HEALTHZ_OPEN`: `/healthz` without token and Host checks.
+    pub healthz_open: bool,
 }
 
 /// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
@@ -95,10 +99,14 @@ pub async fn serve_http(
     };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(access.allowed_hosts.clone())
-        .with_allowed_origins(origins)
+        .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let health = health::Health {
+        catalog: shared.catalog.clone(),
+        shutdown: shutdown.clone(),
+    };
     let sessions = Arc::new(http_sessions::HttpSessions::default());
     let ended = sessions.clone();
     let service = StreamableHttpService::new(
@@ -107,10 +115,14 @@ pub async fn serve_http(
         config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);
+    app = app.merge(observing_routes(health.clone(), &access, origins.clone()));
     if !authenticator.is_open() {
         app = app.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
+    }
+    if access.healthz_open {
+        app = app.merge(health::healthz_route(health));
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -121,6 +133,26 @@ pub async fn serve_http(
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(ServerError::Http)
+}
+
+/// `/metrics`, and `/healthz` unless it is open, behind the same Host and
+/// Origin rules rmcp applies to `/mcp` (the bearer check wraps them all).
+fn observing_routes(
+    health: health::Health,
+    access: &HttpAccess,
+    origins: Vec<String>,
+) -> axum::Router {
+    let mut routes = health::metrics_route();
+    if !access.healthz_open {
+        routes = routes.merge(health::healthz_route(health));
+    }
+    let check = Arc::new(origin::OriginCheck {
+        hosts: access.allowed_hosts.clone(),
+        origins,
+    });
+    routes.layer(axum::middleware::from_fn(
+        move |request: Request, next: Next| check.clone().check(request, next),
+    ))
 }
 
 /// Browser origins matching the allowed hosts, any port.

@@ -73,10 +73,10 @@ impl Gateway {
         };
         let running = run(self.clone(), control, asker);
         let gateway = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(crate::telemetry::carry(async move {
             let execution = running.await;
             let _ = events_tx.send(gateway.run_event(&execution));
-        });
+        }));
         self.wait(Waiting { events, cancel }, owner, &context.ct)
             .await
     }

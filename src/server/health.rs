@@ -1,0 +1,135 @@
+//! What `serve --http` tells whoever runs it: `GET /healthz` (can it serve,
+//! and which upstreams are down or still connecting) and `GET /metrics`
+//! (the registry of `crate::metrics` in the OpenMetrics text format).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::upstream::{Catalog, ServerStatus};
+
+/// What the health answer looks at.
+#[derive(Clone)]
+pub struct Health {
+    pub catalog: Catalog,
+    /// Fired when the gateway begins to shut down: it stops being healthy.
+    pub shutdown: CancellationToken,
+}
+
+/// The body of `GET /healthz`.
+#[derive(Debug, Serialize)]
+struct HealthReport {
+    /// `ok`, or `shutting_down` (answered 503).
+    status: &'static str,
+    connected: Vec<String>,
+    connecting: Vec<String>,
+    down: Vec<DownUpstream>,
+}
+
+#[derive(Debug, Serialize)]
+struct DownUpstream {
+    name: String,
+    error: Option<String>,
+}
+
+impl HealthReport {
+    fn of(statuses: Vec<ServerStatus>, shutting_down: bool) -> Self {
+        let mut report = Self {
+            status: if shutting_down { "shutting_down" } else { "ok" },
+            connected: Vec::new(),
+            connecting: Vec::new(),
+            down: Vec::new(),
+        };
+        for status in statuses {
+            if status.connected {
+                report.connected.push(status.name);
+            } else if status.connecting {
+                report.connecting.push(status.name);
+            } else {
+                report.down.push(DownUpstream {
+                    name: status.name,
+                    error: status.error,
+                });
+            }
+        }
+        report
+    }
+}
+
+/// `GET /healthz`: 200 while the gateway serves (upstreams being down does
+/// not stop it serving the others), 503 once it is shutting down.
+pub fn healthz_route(health: Health) -> axum::Router {
+    axum::Router::new()
+        .route("/healthz", get(healthz))
+        .with_state(health)
+}
+
+async fn healthz(State(health): State<Health>) -> Response {
+    let shutting_down = health.shutdown.is_cancelled();
+    let report = HealthReport::of(health.catalog.statuses(), shutting_down);
+    let code = if shutting_down {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (code, Json(report)).into_response()
+}
+
+/// `GET /metrics`.
+pub fn metrics_route() -> axum::Router {
+    axum::Router::new().route("/metrics", get(metrics))
+}
+
+async fn metrics() -> Response {
+    match crate::metrics::encode() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!(target: "codemcp::server", error = %e, "encoding the metrics failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(name: &str, connected: bool, connecting: bool) -> ServerStatus {
+        ServerStatus {
+            name: name.into(),
+            connected,
+            connecting,
+            tools: 0,
+            handshake_ms: None,
+            error: (!connected && !connecting).then(|| "spawn failed".into()),
+        }
+    }
+
+    #[test]
+    fn the_report_sorts_upstreams_by_state() {
+        let report = HealthReport::of(
+            vec![
+                status("up", true, false),
+                status("late", false, true),
+                status("gone", false, false),
+            ],
+            false,
+        );
+        assert_eq!(report.status, "ok");
+        assert_eq!(report.connected, ["up"]);
+        assert_eq!(report.connecting, ["late"]);
+        assert_eq!(report.down[0].name, "gone");
+        assert_eq!(report.down[0].error.as_deref(), Some("spawn failed"));
+    }
+}
