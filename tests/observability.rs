@@ -1,0 +1,389 @@
+//! What `serve --http` tells whoever runs it: `/metrics` scraped and parsed
+//! after real runs and upstream calls, `/healthz` with an upstream that is
+//! down, both behind the token and Host/Origin rules of `/mcp` (and
+//! `CODEMCP_HEALTHZ_OPEN`); a client's W3C trace context reaching a real
+//! upstream's `_meta`; spans exported over OTLP/HTTP.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
+use serde_json::{Value, json};
+use support::{everything, odd, python2, repo, start_http};
+
+const TOKEN: &str = "s3cret-metrics";
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+fn traceparent() -> String {
+    format!("00-{TRACE_ID}-{CLIENT_SPAN}-01")
+}
+
+fn meta_server() -> Value {
+    json!({
+        "command": python2(),
+        "args": [repo().join("tests/servers/meta_server.py")],
+    })
+}
+
+/// An upstream that can never start: it stays down.
+fn missing_server() -> Value {
+    json!({"command": "/nonexistent/codemcp-test-upstream"})
+}
+
+/// An MCP client over HTTP sending `token` as its bearer token.
+async fn connect(url: &str, token: &str) -> support::HttpClient {
+    support::init_tls();
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_owned(),
+        )
+        .auth_header(token.to_owned());
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+    .await
+    .expect("MCP over HTTP")
+}
+
+/// `execute_python` with `meta` as the request's `_meta`.
+async fn exec_with_meta(
+    client: &support::HttpClient,
+    code: &str,
+    meta: Option<MetaObject>,
+) -> support::Ran {
+    let args = json!({"code": code}).as_object().cloned().unwrap();
+    let mut params = CallToolRequestParams::new("execute_python").with_arguments(args);
+    params.meta = meta.map(RequestMetaObject);
+    support::unpack(client.call_tool(params).await.expect("tools/call"))
+}
+
+async fn exec(client: &support::HttpClient, code: &str) -> support::Ran {
+    exec_with_meta(client, code, None).await
+}
+
+/// The base URL (`http://127.0.0.1:PORT`) of a gateway's `/mcp` URL.
+fn base(url: &str) -> String {
+    url.trim_end_matches("/mcp").to_owned()
+}
+
+/// GETs `path` with the given headers; the status and the body.
+async fn get(url: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    support::init_tls();
+    let mut request = reqwest::Client::new().get(format!("{}{path}", base(url)));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("HTTP to loopback");
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+/// Samples of an OpenMetrics text: `name{labels}` → value.
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    let sample = regex::Regex::new(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)").unwrap();
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let caps = sample.captures(line)?;
+            Some((caps[1].to_owned(), caps[2].parse().ok()?))
+        })
+        .collect()
+}
+
+async fn scrape(url: &str) -> HashMap<String, f64> {
+    let (status, text) = get(url, "/metrics", &[("authorization", &bearer())]).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.ends_with("# EOF\n"), "not OpenMetrics text: {text}");
+    parse_metrics(&text)
+}
+
+fn moved(before: &HashMap<String, f64>, after: &HashMap<String, f64>, sample: &str) -> f64 {
+    after.get(sample).copied().unwrap_or(0.0) - before.get(sample).copied().unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_count_runs_and_tool_calls_by_engine_server_and_outcome() {
+    let gateway = start_http(
+        json!({"everything": everything(), "odd": odd(json!({}))}),
+        &[
+            ("CODEMCP_HTTP_TOKEN", TOKEN),
+            ("CODEMCP_TOOL_TIMEOUT_MS", "2500"),
+        ],
+    )
+    .await;
+    let client = connect(&gateway.url, TOKEN).await;
+    // Warm up: the first call waits for the upstreams' handshakes.
+    let warm = exec(&client, "odd_add_numbers(a=0, b=0)").await;
+    assert!(!warm.is_error, "{}", warm.text);
+    let engine = warm.structured["engine"].as_str().unwrap().to_owned();
+    let before = scrape(&gateway.url).await;
+
+    let ok = exec(
+        &client,
+        "a = everything_get_sum(a=1, b=2)\nb = everything_echo(message='hi')\na",
+    )
+    .await;
+    assert!(!ok.is_error, "{}", ok.text);
+    let failed = exec(&client, "odd_fail(message='no')").await;
+    assert_eq!(failed.error_type(), "ToolError", "{}", failed.text);
+    let slow = exec(
+        &client,
+        "try:\n    odd_slow(ms=5000)\nexcept ToolError as e:\n    pass\n1",
+    )
+    .await;
+    assert!(!slow.is_error, "{}", slow.text);
+    let bad = exec(&client, "1/0").await;
+    assert_eq!(bad.error_type(), "ZeroDivisionError", "{}", bad.text);
+
+    let after = scrape(&gateway.url).await;
+    let runs = |outcome: &str| {
+        let sample = format!("codemcp_runs_total{{engine=\"{engine}\",outcome=\"{outcome}\"}}");
+        moved(&before, &after, &sample)
+    };
+    assert_eq!(runs("ok"), 2.0, "{after:?}");
+    assert_eq!(runs("python_error"), 2.0, "{after:?}");
+    let run_count = format!("codemcp_run_duration_seconds_count{{engine=\"{engine}\"}}");
+    assert_eq!(moved(&before, &after, &run_count), 4.0);
+    let calls = |server: &str, outcome: &str| {
+        let sample =
+            format!("codemcp_tool_calls_total{{server=\"{server}\",outcome=\"{outcome}\"}}");
+        moved(&before, &after, &sample)
+    };
+    assert_eq!(calls("everything", "ok"), 2.0, "{after:?}");
+    assert_eq!(calls("odd", "error"), 1.0, "{after:?}");
+    assert_eq!(calls("odd", "timeout"), 1.0, "{after:?}");
+    let count = |server: &str| {
+        let sample = format!("codemcp_tool_call_duration_seconds_count{{server=\"{server}\"}}");
+        moved(&before, &after, &sample)
+    };
+    assert_eq!(count("everything"), 2.0);
+    assert_eq!(count("odd"), 2.0);
+    // The timed-out call waited its full 2.5 s: above the 2.048 s bucket.
+    let slow_bucket = "codemcp_tool_call_duration_seconds_bucket{le=\"2.048\",server=\"odd\"}";
+    assert_eq!(
+        moved(&before, &after, slow_bucket),
+        1.0,
+        "only odd_fail is fast"
+    );
+    assert!(after["codemcp_sessions"] >= 1.0, "{after:?}");
+    assert!(after["codemcp_pool_workers"] >= 1.0, "{after:?}");
+    assert!(after.contains_key("codemcp_containers"));
+    assert!(after.contains_key("codemcp_escalations_total"));
+}
+
+#[tokio::test]
+async fn healthz_is_200_and_names_the_upstream_that_is_down() {
+    let gateway = start_http(
+        json!({"everything": everything(), "gone": missing_server()}),
+        &[("CODEMCP_HTTP_TOKEN", TOKEN)],
+    )
+    .await;
+    let client = connect(&gateway.url, TOKEN).await;
+    exec(&client, "1").await; // waits for both first connection attempts
+    let (status, body) = get(&gateway.url, "/healthz", &[("authorization", &bearer())]).await;
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).expect("JSON body");
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["connected"], json!(["everything"]), "{health}");
+    assert_eq!(health["down"][0]["name"], "gone", "{health}");
+    assert!(
+        health["down"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("gone")),
+        "{health}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_leak_without_token_is_refused() {
+    let gateway = start_http(json!({}), &[("CODEMCP_HTTP_TOKEN", TOKEN)]).await;
+    for path in ["/metrics", "/healthz"] {
+        let (status, body) = get(&gateway.url, path, &[]).await;
+        assert_eq!(status, 401, "{path} without a token: {body}");
+        assert!(!body.contains("codemcp_"), "{body}");
+        let wrong = [("authorization", "Bearer guessed")];
+        assert_eq!(get(&gateway.url, path, &wrong).await.0, 401, "{path}");
+        let right = [("authorization", bearer())];
+        let right: Vec<(&str, &str)> = right.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert_eq!(get(&gateway.url, path, &right).await.0, 200, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn dns_rebinding_host_is_refused_on_metrics_and_healthz() {
+    let gateway = start_http(json!({}), &[("CODEMCP_HTTP_TOKEN", TOKEN)]).await;
+    let auth = bearer();
+    for path in ["/metrics", "/healthz"] {
+        let rebound = [
+            ("authorization", auth.as_str()),
+            ("host", "attacker.example"),
+        ];
+        let (status, body) = get(&gateway.url, path, &rebound).await;
+        assert_eq!(status, 403, "{path} with a foreign Host: {body}");
+        let cross = [
+            ("authorization", auth.as_str()),
+            ("origin", "http://attacker.example"),
+        ];
+        assert_eq!(get(&gateway.url, path, &cross).await.0, 403, "{path}");
+        let own = [
+            ("authorization", auth.as_str()),
+            ("origin", "http://localhost:5173"),
+        ];
+        assert_eq!(get(&gateway.url, path, &own).await.0, 200, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn open_healthz_answers_a_load_balancer_but_metrics_stay_guarded() {
+    let gateway = start_http(
+        json!({}),
+        &[
+            ("CODEMCP_HTTP_TOKEN", TOKEN),
+            ("CODEMCP_HEALTHZ_OPEN", "true"),
+        ],
+    )
+    .await;
+    // A load balancer: no token, the backend's address as Host.
+    let balancer = [("host", "10.1.2.3:8080")];
+    let (status, body) = get(&gateway.url, "/healthz", &balancer).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["status"],
+        "ok"
+    );
+    assert_eq!(get(&gateway.url, "/metrics", &[]).await.0, 401);
+    assert_eq!(get(&gateway.url, "/metrics", &balancer).await.0, 401);
+}
+
+/// The `_meta` the upstream saw on the call the snippet made.
+fn seen_meta(ran: &support::Ran) -> Value {
+    assert!(!ran.is_error, "{}", ran.text);
+    ran.result()["meta"].clone()
+}
+
+#[tokio::test]
+async fn the_clients_trace_context_reaches_the_upstream_call() {
+    let gateway = start_http(json!({"meta": meta_server()}), &[]).await;
+    let client = connect(&gateway.url, "unused").await;
+    let mut meta = MetaObject::new();
+    meta.set_traceparent(traceparent());
+    meta.set_tracestate("codemcp=test");
+    let ran = exec_with_meta(&client, "meta_seen_meta()", Some(meta)).await;
+    let seen = seen_meta(&ran);
+    assert_eq!(seen["traceparent"], traceparent(), "{seen}");
+    assert_eq!(seen["tracestate"], "codemcp=test", "{seen}");
+    // A call without a trace context sends none upstream.
+    let plain = exec(&client, "meta_seen_meta()").await;
+    assert!(
+        seen_meta(&plain).get("traceparent").is_none(),
+        "{}",
+        plain.text
+    );
+    // Nor does one whose traceparent is malformed.
+    let mut bad = MetaObject::new();
+    bad.set_traceparent("00-not-a-trace-01");
+    let ran = exec_with_meta(&client, "meta_seen_meta()", Some(bad)).await;
+    assert!(seen_meta(&ran).get("traceparent").is_none(), "{}", ran.text);
+}
+
+/// A FAKE OTLP/HTTP receiver (no collector can be installed here): a
+/// loopback listener that keeps the body of every `POST /v1/traces`.
+async fn fake_otlp_receiver() -> (String, Arc<parking_lot::Mutex<Vec<Vec<u8>>>>) {
+    let bodies: Arc<parking_lot::Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept = bodies.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().push(body.to_vec());
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, bodies)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn spans_export_over_otlp_in_the_clients_trace() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+
+    let (endpoint, bodies) = fake_otlp_receiver().await;
+    let gateway = start_http(
+        json!({"meta": meta_server()}),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
+    let client = connect(&gateway.url, "unused").await;
+    let mut meta = MetaObject::new();
+    meta.set_traceparent(traceparent());
+    let ran = exec_with_meta(&client, "meta_seen_meta()", Some(meta)).await;
+    let seen = seen_meta(&ran);
+    // Same trace; the parent is now the gateway's span of that call.
+    let upstream_parent = seen["traceparent"].as_str().unwrap().to_owned();
+    let parts: Vec<&str> = upstream_parent.split('-').collect();
+    assert_eq!(parts[1], TRACE_ID, "{upstream_parent}");
+    assert_ne!(parts[2], CLIENT_SPAN, "{upstream_parent}");
+
+    let mut spans = Vec::new();
+    for _ in 0..100 {
+        spans = bodies
+            .lock()
+            .iter()
+            .filter_map(|body| ExportTraceServiceRequest::decode(body.as_slice()).ok())
+            .flat_map(|request| request.resource_spans)
+            .flat_map(|resource| resource.scope_spans)
+            .flat_map(|scope| scope.spans)
+            .collect();
+        if spans.iter().any(|s| s.name == "execute_python") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let run = spans
+        .iter()
+        .find(|s| s.name == "execute_python")
+        .unwrap_or_else(|| panic!("no run span among {spans:?}"));
+    assert_eq!(hex(&run.trace_id), TRACE_ID);
+    assert_eq!(
+        hex(&run.parent_span_id),
+        CLIENT_SPAN,
+        "parented to the client's span"
+    );
+    let call = spans
+        .iter()
+        .find(|s| s.name == "tools/call")
+        .unwrap_or_else(|| panic!("no call span among {spans:?}"));
+    assert_eq!(hex(&call.trace_id), TRACE_ID);
+    assert_eq!(
+        call.parent_span_id, run.span_id,
+        "the call is a child of the run"
+    );
+    assert_eq!(
+        hex(&call.span_id),
+        parts[2],
+        "the upstream's parent is the call span"
+    );
+}
