@@ -124,7 +124,7 @@ impl RunTrace {
         let incoming = TraceContextPropagator::new().extract(&carrier);
         let valid = incoming.span().span_context().is_valid();
         let span = exporting().then(|| {
-            let span = tracing::info_span!(target: "codemcp::server", "execute_python");
+            let span = tracing::info_span!(target: "codemcp::server", "execute_python", otel.kind = "server");
             if valid && span.set_parent(incoming.clone()).is_err() {
                 tracing::debug!(target: "codemcp::telemetry", "the run's span could not take the request's parent");
             }
@@ -163,7 +163,7 @@ impl RunTrace {
     /// trace context handed to [`with_trace_meta`].
     pub async fn upstream_call<F: Future>(&self, server: &str, tool: &str, call: F) -> F::Output {
         let span = self.span.as_ref().map(|run| {
-            tracing::info_span!(target: "codemcp::upstream", parent: run, "tools/call", server, tool)
+            tracing::info_span!(target: "codemcp::upstream", parent: run, "tools/call", server, tool, otel.kind = "client")
         });
         match (self.outgoing(span.as_ref()), span) {
             (Some(meta), Some(span)) => CALL.scope(meta, call.instrument(span)).await,

@@ -2,14 +2,14 @@
 //! after real runs and upstream calls, `/healthz` with an upstream that is
 //! down, both behind the token and Host/Origin rules of `/mcp` (and
 //! `CODEMCP_HEALTHZ_OPEN`); a client's W3C trace context reaching a real
-//! upstream's `_meta`; spans exported over OTLP/HTTP.
+//! upstream's `_meta`; spans exported over OTLP/HTTP to a real collector
+//! (rotel, from PyPI).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
 mod support;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -297,37 +297,46 @@ async fn the_clients_trace_context_reaches_the_upstream_call() {
     assert!(seen_meta(&ran).get("traceparent").is_none(), "{}", ran.text);
 }
 
-/// A FAKE OTLP/HTTP receiver (no collector can be installed here): a
-/// loopback listener that keeps the body of every `POST /v1/traces`.
-async fn fake_otlp_receiver() -> (String, Arc<parking_lot::Mutex<Vec<Vec<u8>>>>) {
-    let bodies: Arc<parking_lot::Mutex<Vec<Vec<u8>>>> = Arc::default();
-    let kept = bodies.clone();
-    let app = axum::Router::new().route(
-        "/v1/traces",
-        axum::routing::post(move |body: axum::body::Bytes| {
-            let kept = kept.clone();
-            async move {
-                kept.lock().push(body.to_vec());
-                ""
-            }
-        }),
+/// rotel's collector binary: `CODEMCP_TEST_ROTEL`, else the one the `rotel`
+/// package installed into the mcp 2.x venv (scripts/test-deps.sh).
+fn rotel_agent() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("CODEMCP_TEST_ROTEL") {
+        return path.into();
+    }
+    let found = std::process::Command::new(python2())
+        .args([
+            "-c",
+            "import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
+        ])
+        .output()
+        .expect("run the mcp 2.x venv's python");
+    let path = std::path::PathBuf::from(String::from_utf8_lossy(&found.stdout).trim());
+    assert!(
+        found.status.success() && path.exists(),
+        "rotel (an OpenTelemetry collector) is missing: run scripts/test-deps.sh py2, \
+         or set CODEMCP_TEST_ROTEL to a rotel-agent binary"
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, bodies)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    path
 }
 
 #[tokio::test]
-async fn spans_export_over_otlp_in_the_clients_trace() {
-    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-    use prost::Message;
-
-    let (endpoint, bodies) = fake_otlp_receiver().await;
+async fn spans_reach_a_real_otlp_collector_in_the_clients_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rotel.log");
+    let (http, grpc) = (support::free_port(), support::free_port());
+    let out = std::fs::File::create(&log).unwrap();
+    let _collector = tokio::process::Command::new(rotel_agent())
+        .args(["start", "--exporter", "blackhole"])
+        .args(["--otlp-http-endpoint", &format!("127.0.0.1:{http}")])
+        .args(["--otlp-grpc-endpoint", &format!("127.0.0.1:{grpc}")])
+        .args(["--debug-log", "traces", "--debug-log-verbosity", "detailed"])
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start rotel");
+    support::wait_for_port(http, Duration::from_secs(30)).await;
+    let endpoint = format!("http://127.0.0.1:{http}");
     let gateway = start_http(
         json!({"meta": meta_server()}),
         &[
@@ -341,49 +350,52 @@ async fn spans_export_over_otlp_in_the_clients_trace() {
     meta.set_traceparent(traceparent());
     let ran = exec_with_meta(&client, "meta_seen_meta()", Some(meta)).await;
     let seen = seen_meta(&ran);
-    // Same trace; the parent is now the gateway's span of that call.
-    let upstream_parent = seen["traceparent"].as_str().unwrap().to_owned();
-    let parts: Vec<&str> = upstream_parent.split('-').collect();
-    assert_eq!(parts[1], TRACE_ID, "{upstream_parent}");
-    assert_ne!(parts[2], CLIENT_SPAN, "{upstream_parent}");
-
-    let mut spans = Vec::new();
-    for _ in 0..100 {
-        spans = bodies
-            .lock()
-            .iter()
-            .filter_map(|body| ExportTraceServiceRequest::decode(body.as_slice()).ok())
-            .flat_map(|request| request.resource_spans)
-            .flat_map(|resource| resource.scope_spans)
-            .flat_map(|scope| scope.spans)
-            .collect();
-        if spans.iter().any(|s| s.name == "execute_python") {
+    let call_span = seen["traceparent"]
+        .as_str()
+        .unwrap()
+        .split('-')
+        .nth(2)
+        .unwrap()
+        .to_owned();
+    // The collector prints each span it received: its trace, parent, id and name.
+    let mut printed = String::new();
+    for _ in 0..150 {
+        printed = std::fs::read_to_string(&log).unwrap_or_default();
+        if printed.contains("Name           : execute_python")
+            && printed.contains("Name           : tools/call")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let run = spans
-        .iter()
-        .find(|s| s.name == "execute_python")
-        .unwrap_or_else(|| panic!("no run span among {spans:?}"));
-    assert_eq!(hex(&run.trace_id), TRACE_ID);
+    let spans: Vec<&str> = printed.split("Span #").skip(1).collect();
+    let field = |span: &str, name: &str| {
+        span.lines()
+            .find_map(|line| {
+                line.trim()
+                    .strip_prefix(name)?
+                    .trim()
+                    .strip_prefix(':')
+                    .map(|v| v.trim().to_owned())
+            })
+            .unwrap_or_default()
+    };
+    let named = |name: &str| {
+        spans
+            .iter()
+            .copied()
+            .find(|span| field(span, "Name") == name)
+            .unwrap_or_else(|| panic!("the collector got no {name} span:\n{printed}"))
+    };
+    let (run, call) = (named("execute_python"), named("tools/call"));
+    assert_eq!(field(run, "Trace ID"), TRACE_ID);
+    assert_eq!(field(run, "Parent ID"), CLIENT_SPAN);
+    assert_eq!(field(call, "Trace ID"), TRACE_ID);
+    assert_eq!(field(call, "Parent ID"), field(run, "ID"));
     assert_eq!(
-        hex(&run.parent_span_id),
-        CLIENT_SPAN,
-        "parented to the client's span"
-    );
-    let call = spans
-        .iter()
-        .find(|s| s.name == "tools/call")
-        .unwrap_or_else(|| panic!("no call span among {spans:?}"));
-    assert_eq!(hex(&call.trace_id), TRACE_ID);
-    assert_eq!(
-        call.parent_span_id, run.span_id,
-        "the call is a child of the run"
-    );
-    assert_eq!(
-        hex(&call.span_id),
-        parts[2],
+        field(call, "ID"),
+        call_span,
         "the upstream's parent is the call span"
     );
+    assert!(call.contains("SPAN_KIND_CLIENT"), "{call}");
 }

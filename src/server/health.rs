@@ -116,6 +116,26 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_gateway_shutting_down_answers_503() {
+        let limits = crate::upstream::UpstreamLimits {
+            tool_timeout: std::time::Duration::from_secs(1),
+            max_message: 1 << 20,
+            policy_default: crate::policy::Decision::Allow,
+            startup_wait: std::time::Duration::from_secs(1),
+        };
+        let catalog = Catalog::start(&crate::config::UpstreamConfig::default(), limits);
+        let health = Health {
+            catalog,
+            shutdown: CancellationToken::new(),
+        };
+        let serving = healthz(State(health.clone())).await;
+        assert_eq!(serving.status(), StatusCode::OK);
+        health.shutdown.cancel();
+        let stopping = healthz(State(health)).await;
+        assert_eq!(stopping.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
     #[test]
     fn the_report_sorts_upstreams_by_state() {
         let report = HealthReport::of(
