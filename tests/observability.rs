@@ -89,23 +89,8 @@ fn bearer() -> String {
     format!("Bearer {TOKEN}")
 }
 
-/// Samples of an OpenMetrics text: `name{labels}` → value.
-fn parse_metrics(text: &str) -> HashMap<String, f64> {
-    let sample = regex::Regex::new(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)").unwrap();
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| {
-            let caps = sample.captures(line)?;
-            Some((caps[1].to_owned(), caps[2].parse().ok()?))
-        })
-        .collect()
-}
-
 async fn scrape(url: &str) -> HashMap<String, f64> {
-    let (status, text) = get(url, "/metrics", &[("authorization", &bearer())]).await;
-    assert_eq!(status, 200, "{text}");
-    assert!(text.ends_with("# EOF\n"), "not OpenMetrics text: {text}");
-    parse_metrics(&text)
+    support::scrape_metrics(url, Some(TOKEN)).await
 }
 
 fn moved(before: &HashMap<String, f64>, after: &HashMap<String, f64>, sample: &str) -> f64 {
@@ -398,4 +383,17 @@ async fn spans_reach_a_real_otlp_collector_in_the_clients_trace() {
         "the upstream's parent is the call span"
     );
     assert!(call.contains("SPAN_KIND_CLIENT"), "{call}");
+}
+
+#[tokio::test]
+async fn an_escalation_is_counted_and_the_run_under_the_fallback_engine() {
+    let gateway = start_http(json!({}), &[("CODEMCP_FALLBACK", "host")]).await;
+    let client = connect(&gateway.url, "unused").await;
+    let before = support::scrape_metrics(&gateway.url, None).await;
+    let ran = exec(&client, "import statistics\nstatistics.mean([2, 4])").await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    let after = support::scrape_metrics(&gateway.url, None).await;
+    assert_eq!(moved(&before, &after, "codemcp_escalations_total"), 1.0);
+    let runs = "codemcp_runs_total{engine=\"cpython-host\",outcome=\"ok\"}";
+    assert_eq!(moved(&before, &after, runs), 1.0, "{after:?}");
 }

@@ -122,10 +122,13 @@ impl Gateway {
                 tool,
                 args,
                 state: Some(state),
-            }) => RunEvent::Parked {
-                state: format!("{PARKED}{state}"),
-                question: approval_question(server, tool, args),
-            },
+            }) => {
+                crate::metrics::approval_asked(); // parked: asked in the result
+                RunEvent::Parked {
+                    state: format!("{PARKED}{state}"),
+                    question: approval_question(server, tool, args),
+                }
+            }
             _ => RunEvent::Done(tool_result(execution, self.shared.output)),
         }
     }
