@@ -19,9 +19,11 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use rmcp::model::{CallToolRequestParams, MetaObject};
 use tracing::Instrument;
+use tracing::Level;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Set once when spans are exported; read on every run.
@@ -40,15 +42,15 @@ impl Telemetry {
         let provider = otlp_provider();
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
-            .with_ansi(false);
-        let spans = provider
-            .as_ref()
-            .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("codemcp")));
-        tracing_subscriber::registry()
-            .with(filter)
-            .with(logs)
-            .with(spans)
-            .init();
+            .with_ansi(false)
+            .with_filter(filter);
+        // Our own spans only, whatever `CODEMCP_LOG` lets through to stderr.
+        let spans = provider.as_ref().map(|p| {
+            tracing_opentelemetry::layer()
+                .with_tracer(p.tracer("codemcp"))
+                .with_filter(Targets::new().with_target("codemcp", Level::INFO))
+        });
+        tracing_subscriber::registry().with(logs).with(spans).init();
         if provider.is_some() {
             tracing::info!(target: "codemcp::telemetry", "exporting spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)");
         }
@@ -144,10 +146,11 @@ impl RunTrace {
     /// What goes into an upstream call's `_meta`: the call's own span as
     /// parent when spans are exported, else the client's context unchanged.
     fn outgoing(&self, call_span: Option<&tracing::Span>) -> Option<MetaObject> {
-        let context = match call_span {
-            Some(span) => span.context(),
-            None => self.incoming.clone()?,
-        };
+        // A span no layer records has no context of its own.
+        let own = call_span
+            .map(OpenTelemetrySpanExt::context)
+            .filter(|context| context.span().span_context().is_valid());
+        let context = own.or_else(|| self.incoming.clone())?;
         let mut carrier = HashMap::new();
         TraceContextPropagator::new().inject_context(&context, &mut carrier);
         let traceparent = carrier.remove("traceparent")?;
