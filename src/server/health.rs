@@ -2,15 +2,64 @@
 //! and which upstreams are down or still connecting) and `GET /metrics`
 //! (the registry of `crate::metrics` in the OpenMetrics text format).
 
+use std::sync::Arc;
+
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::origin::OriginCheck;
 use crate::upstream::{Catalog, ServerStatus};
+
+/// The paths beside `/mcp` and who may reach them.
+pub struct Observing {
+    pub health: Health,
+    /// `CODEMCP_ALLOWED_HOSTS`.
+    pub hosts: Vec<String>,
+    /// The browser origins `/mcp` accepts.
+    pub origins: Vec<String>,
+    /// `CODEMCP_HEALTHZ_OPEN`.
+    pub healthz_open: bool,
+}
+
+impl Observing {
+    /// `/metrics`, and `/healthz` unless it is open, behind the Host and
+    /// Origin rules rmcp applies to `/mcp`; the caller adds the bearer check.
+    pub fn guarded(&self) -> axum::Router {
+        let mut routes = metrics_route();
+        if !self.healthz_open {
+            routes = routes.merge(healthz_route(self.health.clone()));
+        }
+        with_check(routes, self.hosts.clone(), self.origins.clone())
+    }
+
+    /// `/healthz` for a load balancer when it is open: any Host (it asks by
+    /// address), no token; a browser's Origin must still be allowed.
+    pub fn open(&self) -> axum::Router {
+        if !self.healthz_open {
+            return axum::Router::new();
+        }
+        with_check(
+            healthz_route(self.health.clone()),
+            Vec::new(),
+            self.origins.clone(),
+        )
+    }
+}
+
+/// `routes` answering only requests whose Host is in `hosts` (empty: any)
+/// and whose Origin, when sent, is in `origins`.
+fn with_check(routes: axum::Router, hosts: Vec<String>, origins: Vec<String>) -> axum::Router {
+    let check = Arc::new(OriginCheck { hosts, origins });
+    routes.layer(axum::middleware::from_fn(
+        move |request: Request, next: Next| check.clone().check(request, next),
+    ))
+}
 
 /// What the health answer looks at.
 #[derive(Clone)]
@@ -62,7 +111,7 @@ impl HealthReport {
 
 /// `GET /healthz`: 200 while the gateway serves (upstreams being down does
 /// not stop it serving the others), 503 once it is shutting down.
-pub fn healthz_route(health: Health) -> axum::Router {
+fn healthz_route(health: Health) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(healthz))
         .with_state(health)
@@ -80,7 +129,7 @@ async fn healthz(State(health): State<Health>) -> Response {
 }
 
 /// `GET /metrics`.
-pub fn metrics_route() -> axum::Router {
+fn metrics_route() -> axum::Router {
     axum::Router::new().route("/metrics", get(metrics))
 }
 

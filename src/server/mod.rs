@@ -103,9 +103,14 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
-    let health = health::Health {
-        catalog: shared.catalog.clone(),
-        shutdown: shutdown.clone(),
+    let observing = health::Observing {
+        health: health::Health {
+            catalog: shared.catalog.clone(),
+            shutdown: shutdown.clone(),
+        },
+        hosts: access.allowed_hosts.clone(),
+        origins: origins.clone(),
+        healthz_open: access.healthz_open,
     };
     let sessions = Arc::new(http_sessions::HttpSessions::default());
     let ended = sessions.clone();
@@ -115,15 +120,13 @@ pub async fn serve_http(
         config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);
-    app = app.merge(observing_routes(health.clone(), &access, origins.clone()));
+    app = app.merge(observing.guarded());
     if !authenticator.is_open() {
         app = app.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
     }
-    if access.healthz_open {
-        app = app.merge(health::healthz_route(health));
-    }
+    app = app.merge(observing.open());
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServerError::Bind { addr, source })?;
@@ -133,26 +136,6 @@ pub async fn serve_http(
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(ServerError::Http)
-}
-
-/// `/metrics`, and `/healthz` unless it is open, behind the same Host and
-/// Origin rules rmcp applies to `/mcp` (the bearer check wraps them all).
-fn observing_routes(
-    health: health::Health,
-    access: &HttpAccess,
-    origins: Vec<String>,
-) -> axum::Router {
-    let mut routes = health::metrics_route();
-    if !access.healthz_open {
-        routes = routes.merge(health::healthz_route(health));
-    }
-    let check = Arc::new(origin::OriginCheck {
-        hosts: access.allowed_hosts.clone(),
-        origins,
-    });
-    routes.layer(axum::middleware::from_fn(
-        move |request: Request, next: Next| check.clone().check(request, next),
-    ))
 }
 
 /// Browser origins matching the allowed hosts, any port.
