@@ -162,7 +162,9 @@ async fn metrics_count_runs_and_tool_calls_by_engine_server_and_outcome() {
         "only odd_fail is fast"
     );
     assert!(after["codemcp_sessions"] >= 1.0, "{after:?}");
-    assert!(after["codemcp_pool_workers"] >= 1.0, "{after:?}");
+    if engine == "monty-pool" {
+        assert!(after["codemcp_pool_workers"] >= 1.0, "{after:?}");
+    }
     assert!(after.contains_key("codemcp_containers"));
     assert!(after.contains_key("codemcp_escalations_total"));
 }
