@@ -161,6 +161,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 allowed_origins: settings.http.allowed_origins.clone(),
                 token: settings.http.http_token.clone(),
                 principals: load_principals(&settings, &shared.catalog)?,
+                healthz_open: settings.http.healthz_open,
             };
             let shutdown = CancellationToken::new();
             let stop = shutdown.clone();

@@ -11,18 +11,15 @@ fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
     let filter =
         EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
     codemcp::process::raise_open_file_limit();
     codemcp::process::return_big_blocks_when_freed();
-    // reqwest (https upstreams) is built without a default TLS provider.
-    if rustls::crypto::ring::default_provider()
+    // reqwest (https upstreams, the OTLP exporter) is built without a
+    // default TLS provider: installed before any client is built.
+    let tls_installed = rustls::crypto::ring::default_provider()
         .install_default()
-        .is_err()
-    {
+        .is_ok();
+    let telemetry = codemcp::telemetry::Telemetry::init(filter);
+    if !tls_installed {
         tracing::debug!("a TLS provider was already installed");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -35,5 +32,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(codemcp::cli::main())
+    let code = runtime.block_on(codemcp::cli::main());
+    telemetry.shutdown();
+    code
 }

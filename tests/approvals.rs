@@ -179,6 +179,18 @@ async fn an_approved_call_runs_and_a_declined_one_raises_tool_error_without_reac
         std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
         0o600
     );
+    let metrics = support::scrape_metrics(&w.gateway.url, None).await;
+    let approvals =
+        |outcome: &str| metrics[&format!("codemcp_approvals_total{{outcome=\"{outcome}\"}}")];
+    assert_eq!(
+        [
+            approvals("asked"),
+            approvals("approved"),
+            approvals("denied")
+        ],
+        [2.0, 1.0, 1.0],
+        "{metrics:?}"
+    );
 }
 
 #[tokio::test]
@@ -259,6 +271,18 @@ async fn resumes_where_it_paused(store: &str) {
         report["asked"].as_array().map(Vec::len),
         Some(2),
         "{report}"
+    );
+    let metrics = support::scrape_metrics(&w.gateway.url, None).await;
+    let approvals =
+        |outcome: &str| metrics[&format!("codemcp_approvals_total{{outcome=\"{outcome}\"}}")];
+    assert_eq!(
+        [
+            approvals("asked"),
+            approvals("approved"),
+            approvals("denied")
+        ],
+        [2.0, 1.0, 1.0],
+        "{store}: {metrics:?}"
     );
     let result = &report["results"][0]["structuredContent"];
     assert_eq!(result["result"], 3, "{report}");

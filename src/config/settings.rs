@@ -319,6 +319,12 @@ pub struct HttpSettings {
     #[arg(value_name = "ORIGINS", default_value = "", hide_default_value = true)]
     #[arg(global = true, value_parser = Lenient::list(origins))]
     pub allowed_origins: std::vec::Vec<String>,
+    /// `GET /healthz` answers anyone (a load balancer) without the bearer
+    /// token or an allowed `Host`; `/metrics` and `/mcp` stay guarded.
+    #[arg(long = "healthz-open", env = "CODEMCP_HEALTHZ_OPEN")]
+    #[arg(value_name = "BOOL", default_value = "false", action = clap::ArgAction::Set)]
+    #[arg(global = true, value_parser = Lenient::new(values::boolean))]
+    pub healthz_open: bool,
 }
 
 /// The token is a credential; show only whether it is set.
@@ -332,6 +338,7 @@ impl fmt::Debug for HttpSettings {
             .field("http_tokens", &self.http_tokens)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
+            .field("healthz_open", &self.healthz_open)
             .finish()
     }
 }

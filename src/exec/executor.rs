@@ -89,6 +89,7 @@ impl Executor {
             execution.engine = self.engine.name();
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        crate::metrics::run_finished(&execution, started.elapsed());
         execution
     }
 
@@ -187,6 +188,7 @@ impl Executor {
             execution.engine = self.engine.name();
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        crate::metrics::run_finished(&execution, started.elapsed());
         execution
     }
 

@@ -246,6 +246,7 @@ impl Router {
         reason: String,
     ) -> Execution {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
+        crate::metrics::escalated();
         self.escalated().insert(session);
         let carried = self.carried().remove(&session).unwrap_or_default();
         let mut globals = self

@@ -102,6 +102,8 @@ pub struct CallContext {
     /// The user's answer to the call a resumed parked run stopped at, by
     /// server and tool: that call's question is not asked again.
     pub answered: Mutex<Option<(String, String, ElicitResult)>>,
+    /// The request's trace context, for the upstream calls (see `telemetry`).
+    pub trace: crate::telemetry::RunTrace,
 }
 
 impl CallContext {
@@ -118,6 +120,7 @@ impl CallContext {
             grants,
             park: false,
             answered: Mutex::new(None),
+            trace: crate::telemetry::RunTrace::current(),
         }
     }
 }
@@ -227,8 +230,14 @@ impl Call {
         let decision = match policy {
             Some(Decision::Allow) => "allow",
             Some(Decision::Ask) => match self.approval().await {
-                Ok(()) => "approved",
-                Err(why) => return self.refuse("denied", why),
+                Ok(()) => {
+                    crate::metrics::approval_decided(true);
+                    "approved"
+                }
+                Err(why) => {
+                    crate::metrics::approval_decided(false);
+                    return self.refuse("denied", why);
+                }
             },
             Some(Decision::Deny) | None => {
                 let why = format!(
@@ -243,7 +252,9 @@ impl Call {
         let args = std::mem::take(&mut self.args);
         let shown = crate::audit::shown_arguments(&args);
         let started = Instant::now();
-        let result = self.catalog.call(&self.server, &self.tool, args).await;
+        let call = self.catalog.call(&self.server, &self.tool, args);
+        let trace = &self.context.trace;
+        let result = trace.upstream_call(&self.server, &self.tool, call).await;
         let recording = timing::start();
         let outcome = match &result {
             Ok(r) if r.is_error == Some(true) => "error",
@@ -256,6 +267,7 @@ impl Call {
             Err(_) => 0,
         };
         self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
+        crate::metrics::tool_call(&self.server, outcome, started.elapsed());
         timing::since("audit recorded", recording);
         let converting = timing::start();
         let value = match result {
@@ -331,6 +343,9 @@ impl Call {
 
     /// Asks the user through whatever the caller's client allows.
     async fn ask(&self, denied: &str) -> Result<ElicitResult, String> {
+        if !matches!(self.context.asker, Asker::Nobody) {
+            crate::metrics::approval_asked();
+        }
         let timeout = self.authority.approval_timeout;
         let late = || {
             format!(

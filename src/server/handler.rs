@@ -132,6 +132,7 @@ struct SessionGuard {
     implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
+    _counted: crate::metrics::Held,
 }
 
 impl SessionGuard {
@@ -177,6 +178,7 @@ impl Gateway {
             shared: Arc::downgrade(&shared),
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),
+            _counted: crate::metrics::session(),
         });
         Self {
             shared,
@@ -502,7 +504,9 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         timing::REQUEST_READ.log_since("request read");
         let started = timing::start();
-        let response = self.call_execute(request, context).await;
+        let meta = context.meta.0.clone();
+        let response =
+            crate::telemetry::traced_request(&meta, self.call_execute(request, context)).await;
         timing::since("handler done", started);
         timing::RESPONSE_READY.set();
         response

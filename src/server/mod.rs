@@ -2,8 +2,10 @@
 
 mod guarded;
 mod handler;
+mod health;
 mod http_sessions;
 mod identity;
+mod origin;
 mod pending;
 mod render;
 mod stdin;
@@ -72,6 +74,8 @@ pub struct HttpAccess {
     pub token: Option<String>,
     /// Principals, each with its own token (`CODEMCP_HTTP_TOKENS`).
     pub principals: Option<Arc<crate::principals::Principals>>,
+    /// `CODEMCP_HEALTHZ_OPEN`: `/healthz` without token and Host checks.
+    pub healthz_open: bool,
 }
 
 /// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
@@ -95,10 +99,19 @@ pub async fn serve_http(
     };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(access.allowed_hosts.clone())
-        .with_allowed_origins(origins)
+        .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let observing = health::Observing {
+        health: health::Health {
+            catalog: shared.catalog.clone(),
+            shutdown: shutdown.clone(),
+        },
+        hosts: access.allowed_hosts.clone(),
+        origins: origins.clone(),
+        healthz_open: access.healthz_open,
+    };
     let sessions = Arc::new(http_sessions::HttpSessions::default());
     let ended = sessions.clone();
     let service = StreamableHttpService::new(
@@ -107,11 +120,13 @@ pub async fn serve_http(
         config,
     );
     let mut app = axum::Router::new().nest_service("/mcp", service);
+    app = app.merge(observing.guarded());
     if !authenticator.is_open() {
         app = app.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
     }
+    app = app.merge(observing.open());
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServerError::Bind { addr, source })?;

@@ -318,6 +318,7 @@ impl Catalog {
         let live = self.inner.peer(upstream).await?;
         crate::timing::since("upstream peer", looking);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let params = crate::telemetry::with_trace_meta(params);
         let calling = crate::timing::start();
         let timeout = self.inner.tool_timeout;
         let lost = async {

@@ -447,3 +447,30 @@ pub async fn docker_or_skip() -> Option<bollard::Docker> {
         }
     }
 }
+
+/// `GET /metrics` of the gateway serving `mcp_url`, parsed: each sample
+/// (`name{labels}`) and its value. `token`: the bearer token, if any.
+pub async fn scrape_metrics(
+    mcp_url: &str,
+    token: Option<&str>,
+) -> std::collections::HashMap<String, f64> {
+    init_tls();
+    let url = format!("{}/metrics", mcp_url.trim_end_matches("/mcp"));
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("GET /metrics on loopback");
+    assert_eq!(response.status().as_u16(), 200, "GET /metrics");
+    let text = response.text().await.expect("metrics text");
+    assert!(text.ends_with("# EOF\n"), "not OpenMetrics text: {text}");
+    let sample = regex::Regex::new(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)")
+        .expect("a valid pattern");
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let caps = sample.captures(line)?;
+            Some((caps[1].to_owned(), caps[2].parse().ok()?))
+        })
+        .collect()
+}

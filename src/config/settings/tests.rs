@@ -61,6 +61,7 @@ fn defaults() {
     assert_eq!(s.http.http_token, None);
     assert_eq!(s.http.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
     assert!(s.http.allowed_origins.is_empty());
+    assert!(!s.http.healthz_open);
     assert_eq!(s.cpython.docker_image, "codemcp-worker:1");
     assert_eq!(s.cpython.docker_memory, 512 << 20);
     assert_eq!(s.cpython.docker_pids, 128);
@@ -110,6 +111,7 @@ fn every_variable_is_read() {
             "CODEMCP_ALLOWED_ORIGINS",
             "https://app.example.com/,http://localhost:3000",
         ),
+        ("CODEMCP_HEALTHZ_OPEN", "true"),
     ]);
     assert_eq!(s.upstream.tool_timeout, Duration::from_millis(1500));
     assert_eq!(s.limits.exec_timeout, Duration::from_secs(2));
@@ -130,6 +132,7 @@ fn every_variable_is_read() {
         s.http.allowed_origins,
         ["https://app.example.com", "http://localhost:3000"]
     );
+    assert!(s.http.healthz_open);
 }
 
 #[test]
@@ -283,7 +286,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 37] = [
+const VARIABLES: [&str; 38] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
@@ -321,6 +324,7 @@ const VARIABLES: [&str; 37] = [
     "CODEMCP_APPROVAL_TIMEOUT_SECS",
     "CODEMCP_AUDIT_LOG",
     "CODEMCP_AUDIT_MAX_BYTES",
+    "CODEMCP_HEALTHZ_OPEN",
 ];
 
 #[test]

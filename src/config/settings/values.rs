@@ -295,6 +295,20 @@ fn choice<T: Copy>(text: &str, options: &[(&str, T)], what: &str) -> Result<T, E
         .ok_or_else(|| expected(what))
 }
 
+pub fn boolean(text: &str) -> Result<bool, Expected> {
+    let options = [
+        ("true", true),
+        ("1", true),
+        ("yes", true),
+        ("on", true),
+        ("false", false),
+        ("0", false),
+        ("no", false),
+        ("off", false),
+    ];
+    choice(text, &options, "true or false")
+}
+
 pub fn isolation(text: &str) -> Result<Isolation, Expected> {
     let options = [
         ("monty", Isolation::Monty),

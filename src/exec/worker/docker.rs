@@ -383,12 +383,19 @@ struct Container {
     docker: Docker,
     id: String,
     live: Arc<Mutex<HashSet<String>>>,
+    _counted: crate::metrics::Held,
 }
 
 impl Container {
     fn new(docker: Docker, id: String, live: Arc<Mutex<HashSet<String>>>) -> Self {
         live.lock().insert(id.clone());
-        Self { docker, id, live }
+        let _counted = crate::metrics::container();
+        Self {
+            docker,
+            id,
+            live,
+            _counted,
+        }
     }
 }
 

@@ -73,10 +73,10 @@ impl Gateway {
         };
         let running = run(self.clone(), control, asker);
         let gateway = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(crate::telemetry::carry(async move {
             let execution = running.await;
             let _ = events_tx.send(gateway.run_event(&execution));
-        });
+        }));
         self.wait(Waiting { events, cancel }, owner, &context.ct)
             .await
     }
@@ -122,10 +122,13 @@ impl Gateway {
                 tool,
                 args,
                 state: Some(state),
-            }) => RunEvent::Parked {
-                state: format!("{PARKED}{state}"),
-                question: approval_question(server, tool, args),
-            },
+            }) => {
+                crate::metrics::approval_asked(); // parked: asked in the result
+                RunEvent::Parked {
+                    state: format!("{PARKED}{state}"),
+                    question: approval_question(server, tool, args),
+                }
+            }
             _ => RunEvent::Done(tool_result(execution, self.shared.output)),
         }
     }
