@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the test peers, builds the release binary, then runs bench/floor.py
 # (one client process per connection: the headline ratios, the traced
-# breakdown, the pool and host placements) and bench/latency.py (one process
-# driving every connection, interleaved: pool, host, Docker, policy, RSS).
+# breakdown, the pool and host placements), bench/latency.py (one process
+# driving every connection, interleaved: pool, host, Docker, policy, RSS), and
+# with redis-server on PATH bench/sessions.py and bench/load.py (session stores).
 # --quick goes to both; --tokens also runs bench/tokens/run.sh; other
 # arguments go to latency.py (e.g. -n 500). Honours CARGO_TARGET_DIR.
 set -euo pipefail
@@ -51,6 +52,18 @@ keep() { if [ "$1" -gt "$status" ]; then status=$1; fi; }
 echo
 "$CODEMCP_TEST_PY2" bench/latency.py --codemcp "$target/release/codemcp" \
     --node-modules "$CODEMCP_TEST_NODE_MODULES" "${latency_args[@]}" || keep $?
+# Session stores side by side (memory, the SQLite file, Redis on loopback), then
+# 200 concurrent agents through one gateway vs two sharing Redis (issue #12).
+if command -v redis-server >/dev/null 2>&1; then
+    echo
+    quick_n=(); quick_agents=()
+    if [ "${#floor_args[@]}" -gt 0 ]; then quick_n=(-n 60); quick_agents=(--agents 20); fi
+    "$CODEMCP_TEST_PY2" bench/sessions.py --codemcp "$target/release/codemcp" "${quick_n[@]}" || keep $?
+    echo
+    "$CODEMCP_TEST_PY2" bench/load.py --codemcp "$target/release/codemcp" "${quick_agents[@]}" || keep $?
+else
+    echo "bench/run.sh: redis-server not found; the session-store benches are skipped" >&2
+fi
 if [ "$tokens" = 1 ]; then
     echo
     bench/tokens/run.sh || keep $?
