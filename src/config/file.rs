@@ -237,7 +237,8 @@ pub fn load(path: &ConfigPath) -> Result<UpstreamConfig, ConfigError> {
             });
         }
     };
-    let config = parse(&text, file, &|name| std::env::var(name).ok())?;
+    let mut config = parse(&text, file, &|name| std::env::var(name).ok())?;
+    super::self_ref::skip_self_references(&mut config, &super::self_ref::SelfBinaries::detect());
     for skipped in &config.skipped {
         tracing::warn!(target: "codemcp::config", server = %skipped.name, reason = %skipped.reason, "skipping upstream server");
     }
