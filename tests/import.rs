@@ -322,6 +322,17 @@ fn install_refuses_until_imported_and_undo_restores_every_client_byte_for_byte()
         codex.starts_with("# Codex settings\nmodel = \"gpt-5-codex\""),
         "{codex}"
     );
+    // Codex passes a server only the variables it names; codemcp needs these.
+    let table: toml::Table = toml::from_str(&codex).expect("TOML");
+    let env_vars = table["mcp_servers"]["codemcp"]["env_vars"]
+        .as_array()
+        .expect("a list");
+    for var in ["GITHUB_PAT", "LINEAR_TOKEN", "SENTRY_TOKEN", "ZAPIER_KEY"] {
+        assert!(
+            env_vars.iter().any(|v| v.as_str() == Some(var)),
+            "{var}: {codex}"
+        );
+    }
     let undo = home.run(&["install", "cursor", "--undo"]);
     assert!(String::from_utf8_lossy(&undo.stderr).contains("nothing to undo"));
 }
@@ -351,4 +362,24 @@ fn install_names_the_config_it_was_given() {
         from: ConfigSource::Flag,
     });
     assert!(loaded.is_ok(), "{loaded:?}");
+}
+
+#[test]
+fn a_broken_client_file_is_named_and_the_others_are_still_read() {
+    let home = Home::new();
+    std::fs::write(
+        home.path(".cursor/mcp.json"),
+        "{\"mcpServers\": {\"github\": ",
+    )
+    .expect("write");
+    let out = home.ok(&["import"]);
+    let line = line_of(&out, "cursor ");
+    assert!(
+        line.contains("skipped") && line.contains(".cursor/mcp.json"),
+        "{line}"
+    );
+    assert!(out.contains("+ sentry"), "{out}");
+    let refused = home.run(&["import", "--from", "cursor"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(".cursor/mcp.json"));
 }

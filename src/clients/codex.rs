@@ -122,11 +122,17 @@ fn strings_map(fields: &Table, key: &str) -> Result<BTreeMap<String, String>, St
 
 /// `text` with every `[mcp_servers.*]` table replaced by one `codemcp`
 /// server running `command` with `args`; the rest of the document is kept
-/// as written.
+/// as written. Codex passes a server only a few variables of its own
+/// environment, so `env_vars` names the ones codemcp's config refers to.
 ///
 /// # Errors
 /// When the text is not TOML.
-pub fn replace_servers(text: &str, command: &str, args: &[String]) -> Result<String, String> {
+pub fn replace_servers(
+    text: &str,
+    command: &str,
+    args: &[String],
+    env_vars: &[String],
+) -> Result<String, String> {
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|err: toml_edit::TomlError| err.to_string())?;
@@ -137,10 +143,42 @@ pub fn replace_servers(text: &str, command: &str, args: &[String]) -> Result<Str
         list.push(arg.as_str());
     }
     entry.insert("args", toml_edit::value(list));
+    if !env_vars.is_empty() {
+        let names: toml_edit::Array = env_vars.iter().map(String::as_str).collect();
+        entry.insert("env_vars", toml_edit::value(names));
+    }
     let mut servers = toml_edit::Table::new();
     // `[mcp_servers.codemcp]` alone, as Codex writes it, not an empty `[mcp_servers]`.
     servers.set_implicit(true);
     servers.insert("codemcp", toml_edit::Item::Table(entry));
     doc.insert("mcp_servers", toml_edit::Item::Table(servers));
     Ok(doc.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_variables_become_references_and_literals_stay() {
+        let text = "[mcp_servers.api]\nurl = \"https://x/mcp\"\nhttp_headers = { \"X-Team\" = \"core\" }\n\
+                    env_http_headers = { \"X-Key\" = \"API_KEY\" }\nbearer_token_env_var = \"TOKEN\"\nenabled = false\n";
+        let listing = read(text).expect("reads");
+        let server = listing.entries[0].server.clone().expect("usable");
+        assert!(server.disabled);
+        let Transport::Http { headers, .. } = server.transport else {
+            panic!("remote");
+        };
+        assert_eq!(headers["X-Team"], "core");
+        assert_eq!(headers["X-Key"], "${API_KEY}");
+        assert_eq!(headers["Authorization"], "Bearer ${TOKEN}");
+        assert!(
+            read("[mcp_servers.bad]\nargs = []\n")
+                .expect("reads")
+                .entries[0]
+                .server
+                .is_err()
+        );
+        assert!(read("not toml = = 1").is_err());
+    }
 }

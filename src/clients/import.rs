@@ -234,13 +234,15 @@ fn find(from: Option<Client>) -> Result<Vec<Found>, String> {
                 return Err(format!("no {} config at {}", client.name(), path.display()));
             }
             Ok(None) => println!("{:<15} {}: not found", client.name(), path.display()),
-            Err(err) => return Err(error_chain(&err)),
+            Err(err) if from.is_some() => return Err(error_chain(&err)),
+            // One unreadable file does not hide the others' servers.
+            Err(err) => println!("{:<15} skipped: {}", client.name(), error_chain(&err)),
         }
     }
     Ok(found)
 }
 
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

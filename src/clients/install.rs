@@ -6,20 +6,31 @@
 //! run `codemcp import --from CLIENT --write` first. Keeping the two steps
 //! apart means the user sees what import adds before any client changes.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::import::{Existing, is_self, read_own};
+use super::import::{Existing, error_chain, is_self, read_own};
 use super::{Client, codex, edit};
 use crate::config::ConfigPath;
 use crate::config::self_ref::SelfBinaries;
 
-/// How the client should start codemcp: `codemcp` when that is what `PATH`
-/// finds for the running binary, else the running binary's path; with
-/// `--config` when the config file was named explicitly.
-fn launcher(config: &ConfigPath) -> Result<(String, Vec<String>), String> {
+/// How the client should start codemcp.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Launch {
+    command: String,
+    args: Vec<String>,
+    /// The variables codemcp's config refers to (for Codex, which passes a
+    /// server only the variables it is told to).
+    env_vars: Vec<String>,
+}
+
+/// `codemcp` when that is what `PATH` finds for the running binary, else
+/// the running binary's path; with `--config` when the config file was
+/// named explicitly.
+fn launcher(config: &ConfigPath, existing: &Existing) -> Result<Launch, String> {
     let exe = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .map_err(|err| format!("cannot tell where the codemcp binary is: {err}"))?;
@@ -37,16 +48,26 @@ fn launcher(config: &ConfigPath) -> Result<(String, Vec<String>), String> {
         args.extend(["--config".to_owned(), path.to_string_lossy().into_owned()]);
     }
     args.push("serve".to_owned());
-    Ok((command, args))
+    let env_vars: BTreeSet<String> = existing
+        .servers
+        .iter()
+        .flat_map(|(_, server)| server.variables())
+        .collect();
+    Ok(Launch {
+        command,
+        args,
+        env_vars: env_vars.into_iter().collect(),
+    })
 }
 
 /// The client's file with its list replaced by the codemcp entry.
-fn rewrite(client: Client, text: &str, command: &str, args: &[String]) -> Result<String, String> {
-    let argv: Vec<&str> = std::iter::once(command)
+fn rewrite(client: Client, text: &str, launch: &Launch) -> Result<String, String> {
+    let Launch { command, args, .. } = launch;
+    let argv: Vec<&str> = std::iter::once(command.as_str())
         .chain(args.iter().map(String::as_str))
         .collect();
     match client {
-        Client::Codex => codex::replace_servers(text, command, args),
+        Client::Codex => codex::replace_servers(text, command, args, &launch.env_vars),
         Client::Opencode => edit::replace_servers(
             text,
             "mcp",
@@ -135,18 +156,21 @@ pub fn run(config: &ConfigPath, client: Client, undo: bool) -> Result<ExitCode, 
             client.name()
         ));
     }
-    let (command, args) = launcher(config)?;
+    let launch = launcher(config, &existing)?;
     let new_text =
-        rewrite(client, &text, &command, &args).map_err(|m| format!("{}: {m}", path.display()))?;
-    let backup = edit::back_up(&path).map_err(|e| e.to_string())?;
-    edit::write_atomic(&path, &new_text).map_err(|e| e.to_string())?;
+        rewrite(client, &text, &launch).map_err(|m| format!("{}: {m}", path.display()))?;
+    let backup = edit::back_up(&path).map_err(|e| error_chain(&e))?;
+    edit::write_atomic(&path, &new_text).map_err(|e| error_chain(&e))?;
     println!(
         "{} now starts codemcp ({} {}) instead of its own servers, which codemcp's config {} holds",
         path.display(),
-        command,
-        args.join(" "),
+        launch.command,
+        launch.args.join(" "),
         own_path.display()
     );
+    if client == Client::Codex && !launch.env_vars.is_empty() {
+        println!("passed on by Codex: {}", launch.env_vars.join(", "));
+    }
     println!("backup: {}", backup.display());
     println!("undo: codemcp install {} --undo", client.name());
     Ok(ExitCode::SUCCESS)
@@ -179,7 +203,11 @@ mod tests {
 
     #[test]
     fn each_client_gets_one_codemcp_entry_in_its_own_format() {
-        let args = vec!["serve".to_owned()];
+        let launch = Launch {
+            command: "/opt/codemcp".to_owned(),
+            args: vec!["serve".to_owned()],
+            env_vars: vec!["TOKEN".to_owned()],
+        };
         let cases = [
             (
                 Client::Cursor,
@@ -199,7 +227,7 @@ mod tests {
             ),
         ];
         for (client, text) in cases {
-            let out = rewrite(client, text, "/opt/codemcp", &args).expect("rewrites");
+            let out = rewrite(client, text, &launch).expect("rewrites");
             let listing = client.read(&out).expect("reads back");
             assert_eq!(listing.entries.len(), 1, "{client:?}: {out}");
             assert_eq!(listing.entries[0].name, "codemcp");

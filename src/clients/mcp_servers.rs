@@ -216,3 +216,65 @@ pub(super) fn map(
         Some(_) => Err(format!("\"{key}\" is not an object of strings")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url_of(client: Client, entry: &str) -> Result<String, String> {
+        let text = format!("{{\"mcpServers\": {{\"s\": {entry}}}}}");
+        let listing = read_file(client, &text).expect("reads");
+        match listing.entries[0].server.clone()?.transport {
+            Transport::Http { url, .. } => Ok(url),
+            Transport::Stdio { .. } => Err("stdio".to_owned()),
+        }
+    }
+
+    #[test]
+    fn each_client_puts_its_remote_url_where_it_documents_it() {
+        let url = |c, e| url_of(c, e).expect("a Streamable HTTP URL");
+        assert_eq!(
+            url(Client::Gemini, r#"{"httpUrl": "https://a/mcp"}"#),
+            "https://a/mcp"
+        );
+        assert_eq!(
+            url(
+                Client::Gemini,
+                r#"{"url": "https://a/mcp", "type": "http"}"#
+            ),
+            "https://a/mcp"
+        );
+        assert!(
+            url_of(Client::Gemini, r#"{"url": "https://a/sse"}"#).is_err_and(|e| e.contains("SSE"))
+        );
+        assert_eq!(
+            url(Client::Windsurf, r#"{"serverUrl": "https://w/mcp"}"#),
+            "https://w/mcp"
+        );
+        assert_eq!(
+            url(Client::Cursor, r#"{"url": "https://c/mcp"}"#),
+            "https://c/mcp"
+        );
+        assert!(
+            url_of(
+                Client::ClaudeCode,
+                r#"{"type": "sse", "url": "https://c/sse"}"#
+            )
+            .is_err()
+        );
+        assert!(url_of(Client::Cursor, r#"{"args": []}"#).is_err_and(|e| e.contains("neither")));
+    }
+
+    #[test]
+    fn a_file_that_is_not_an_object_is_refused_with_its_position() {
+        assert!(read_file(Client::Cursor, "[]").is_err());
+        let err = read_file(Client::Cursor, "{\"mcpServers\": {").expect_err("unterminated");
+        assert!(err.contains("line 1"), "{err}");
+        assert!(
+            read_file(Client::Cursor, "")
+                .expect("empty is no servers")
+                .entries
+                .is_empty()
+        );
+    }
+}

@@ -33,6 +33,17 @@ pub fn has_reference(text: &str) -> bool {
     crate::config::interpolate::interpolate(text, &|_| Some(String::new())).as_deref() != Ok(text)
 }
 
+/// The names of the variables `text` refers to, in order.
+#[must_use]
+pub fn variables(text: &str) -> Vec<String> {
+    let seen = std::cell::RefCell::new(Vec::new());
+    let _ = crate::config::interpolate::interpolate(text, &|name| {
+        seen.borrow_mut().push(name.to_owned());
+        Some(String::new())
+    });
+    seen.into_inner()
+}
+
 fn editor(text: &str, notes: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -151,5 +162,6 @@ mod tests {
         assert!(has_reference("{env:TOKEN}"));
         assert!(!has_reference("ghp_literal"));
         assert!(!has_reference("$TOKEN"));
+        assert_eq!(variables("${A}:{env:B}/${C:-x}$D"), ["A", "B", "C"]);
     }
 }

@@ -1,6 +1,8 @@
 //! One server entry as read from a client's file, in codemcp's terms, and
 //! the codemcp config entry written for it.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 pub use crate::config::Transport;
@@ -106,6 +108,26 @@ impl Server {
             entry.insert("enabled".into(), json!(false));
         }
         Value::Object(entry)
+    }
+
+    /// Every environment variable its strings refer to.
+    #[must_use]
+    pub fn variables(&self) -> BTreeSet<String> {
+        let texts: Vec<&String> = match &self.transport {
+            Transport::Stdio {
+                command, args, env, ..
+            } => std::iter::once(command)
+                .chain(args)
+                .chain(env.values())
+                .collect(),
+            Transport::Http { url, headers } => {
+                std::iter::once(url).chain(headers.values()).collect()
+            }
+        };
+        texts
+            .into_iter()
+            .flat_map(|text| super::refs::variables(text))
+            .collect()
     }
 
     /// One line for the user: the command or URL, then the names of its
