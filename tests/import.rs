@@ -5,6 +5,7 @@
 //! clients for three different servers, a server that is codemcp itself).
 //! The real binary runs with HOME pointing there; nothing connects anywhere.
 
+#![cfg(unix)]
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
 use std::path::{Path, PathBuf};
@@ -382,4 +383,32 @@ fn a_broken_client_file_is_named_and_the_others_are_still_read() {
     let refused = home.run(&["import", "--from", "cursor"]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains(".cursor/mcp.json"));
+}
+
+#[test]
+fn install_follows_a_symlinked_client_file_and_undo_leaves_the_link() {
+    let home = Home::new();
+    home.ok(&["import", "--write"]);
+    let link = home.path(".cursor/mcp.json");
+    let target = home.path("dotfiles/cursor.json");
+    std::fs::create_dir(home.path("dotfiles")).expect("mkdir");
+    std::fs::rename(&link, &target).expect("move");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let before = std::fs::read(&target).expect("read");
+    home.ok(&["install", "cursor"]);
+    assert!(
+        link.symlink_metadata()
+            .expect("stat")
+            .file_type()
+            .is_symlink()
+    );
+    assert_ne!(std::fs::read(&target).expect("read"), before);
+    home.ok(&["install", "cursor", "--undo"]);
+    assert!(
+        link.symlink_metadata()
+            .expect("stat")
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&target).expect("read"), before);
 }

@@ -116,13 +116,17 @@ pub fn back_up(path: &Path) -> Result<PathBuf, ClientError> {
 
 /// Replaces `path` with `text` at once (a temporary file beside it, renamed
 /// over it), so a crash leaves the old file or the new one, never half of
-/// one. The new file keeps the old one's permissions; a file that did not
+/// one. A symlink is followed, not replaced. The new file keeps the old
+/// one's permissions; a file that did not
 /// exist is created readable by its owner only, since imported entries may
 /// hold literal secrets.
 ///
 /// # Errors
 /// When the directory cannot be created or written.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), ClientError> {
+    // A file kept as a symlink (dotfiles) is written where it points.
+    let target = std::fs::canonicalize(path).ok();
+    let path = target.as_deref().unwrap_or(path);
     let failed = |source: std::io::Error| ClientError::Write {
         path: path.to_owned(),
         source,

@@ -304,28 +304,39 @@ pub fn run(config: &ConfigPath, from: Option<Client>, write: bool) -> Result<Exi
         println!("{} to add; run again with --write to add them", added.len());
         return Ok(ExitCode::SUCCESS);
     }
-    let text = match &own {
-        Some((text, _)) => {
-            let layout = edit::layout(text).map_err(|m| format!("{}: {m}", path.display()))?;
+    write_servers(&path, own.as_ref().map(|(text, _)| text.as_str()), &added)?;
+    println!("added {} servers to {}", added.len(), path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds `added` to codemcp's config at `path` (whose text is `own`, or
+/// which does not exist yet), after a backup; refuses to write anything
+/// codemcp's own loader would not read.
+fn write_servers(
+    path: &Path,
+    own: Option<&str>,
+    added: &[(String, &Server)],
+) -> Result<(), String> {
+    let in_file = |message: String| format!("{}: {message}", path.display());
+    let text = match own {
+        Some(text) => {
+            let layout = edit::layout(text).map_err(in_file)?;
             let entries: Vec<(String, Value)> = added
                 .iter()
                 .map(|(name, server)| (name.clone(), entry_value(server, layout)))
                 .collect();
-            edit::append_servers(text, &entries).map_err(|m| format!("{}: {m}", path.display()))?
+            edit::append_servers(text, &entries).map_err(in_file)?
         }
-        None => new_file(&added),
+        None => new_file(added),
     };
-    // Whatever is written must load: check with codemcp's own parser first.
-    config::parse(&text, &path, &|_| None).map_err(|err| {
+    config::parse(&text, path, &|_| None).map_err(|err| {
         format!("not written: the result would not load ({err}); please report this")
     })?;
     if own.is_some() {
-        let backup = edit::back_up(&path).map_err(|e| error_chain(&e))?;
+        let backup = edit::back_up(path).map_err(|e| error_chain(&e))?;
         println!("backup: {}", backup.display());
     }
-    edit::write_atomic(&path, &text).map_err(|e| error_chain(&e))?;
-    println!("added {} servers to {}", added.len(), path.display());
-    Ok(ExitCode::SUCCESS)
+    edit::write_atomic(path, &text).map_err(|e| error_chain(&e))
 }
 
 fn entry_value(server: &Server, layout: edit::Layout) -> Value {

@@ -121,7 +121,9 @@ fn client_file(client: Client) -> Result<PathBuf, String> {
 /// # Errors
 /// A message for the user; nothing has been changed then.
 pub fn run(config: &ConfigPath, client: Client, undo: bool) -> Result<ExitCode, String> {
+    // A file kept as a symlink (dotfiles) is changed, and backed up, where it points.
     let path = client_file(client)?;
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
     if undo {
         return restore(client, &path);
     }
