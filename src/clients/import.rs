@@ -357,3 +357,99 @@ fn new_file(added: &[(String, &Server)]) -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::clients::Listing;
+
+    fn stdio(command: &str) -> Server {
+        Server {
+            transport: Transport::Stdio {
+                command: command.to_owned(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            disabled: false,
+        }
+    }
+
+    fn found(client: Client, entries: &[(&str, &str)]) -> Found {
+        Found {
+            client,
+            path: PathBuf::from("/x"),
+            listing: Listing {
+                entries: entries
+                    .iter()
+                    .map(|(name, command)| Entry {
+                        name: (*name).to_owned(),
+                        server: Ok(stdio(command)),
+                        notes: Vec::new(),
+                    })
+                    .collect(),
+                notes: Vec::new(),
+            },
+        }
+    }
+
+    fn names(items: &[Item]) -> Vec<String> {
+        items
+            .iter()
+            .map(|item| match &item.outcome {
+                Outcome::Add { name, .. } => format!("+{name}"),
+                Outcome::Present { name } => format!("={name}"),
+                Outcome::Duplicate { client, name } => format!("={}:{name}", client.name()),
+                Outcome::SelfReference => format!("-{}", item.name),
+                Outcome::Unusable(_) => format!("!{}", item.name),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_taken_name_gets_the_clients_suffix_and_then_a_number() {
+        let existing = Existing::from_entries(vec![
+            Entry {
+                name: "github".into(),
+                server: Ok(stdio("gh-old")),
+                notes: Vec::new(),
+            },
+            Entry {
+                name: "github_cursor".into(),
+                server: Err("broken".into()),
+                notes: Vec::new(),
+            },
+            Entry {
+                name: "same".into(),
+                server: Ok(stdio("same-cmd")),
+                notes: Vec::new(),
+            },
+        ]);
+        let files = [
+            found(
+                Client::Cursor,
+                &[("github", "gh-cursor"), ("other", "same-cmd")],
+            ),
+            found(
+                Client::Vscode,
+                &[("github", "gh-vscode"), ("fs", "fs"), ("fs2", "fs")],
+            ),
+            found(Client::Codex, &[("fs", "fs-codex")]),
+        ];
+        let items = plan(&files, &existing, &SelfBinaries::default());
+        assert_eq!(
+            names(&items),
+            [
+                "+github_cursor_2",
+                "=same",
+                "+github_vscode",
+                "+fs_vscode",
+                "=vscode:fs",
+                "+fs_codex",
+            ]
+        );
+    }
+}
