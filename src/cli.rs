@@ -64,6 +64,23 @@ pub enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Show the MCP servers of your other clients that codemcp's config lacks; --write adds them
+    Import {
+        /// Only this client (default: every one found)
+        #[arg(long, value_enum, value_name = "CLIENT")]
+        from: Option<crate::clients::Client>,
+        /// Add them to the config file (a backup first; comments are kept)
+        #[arg(long)]
+        write: bool,
+    },
+    /// Point CLIENT at codemcp instead of its own server list (a backup first)
+    Install {
+        #[arg(value_enum)]
+        client: crate::clients::Client,
+        /// Put back the file as it was before install
+        #[arg(long)]
+        undo: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -116,6 +133,15 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         return tokens(action, settings.http.http_tokens.as_deref());
     }
     let path = config::resolve_path(cli.config.as_deref());
+    match &cli.command {
+        Some(Command::Import { from, write }) => {
+            return crate::clients::import::run(&path, *from, *write);
+        }
+        Some(Command::Install { client, undo }) => {
+            return crate::clients::install::run(&path, *client, *undo);
+        }
+        _ => {}
+    }
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
     let limits = UpstreamLimits {
         tool_timeout: settings.upstream.tool_timeout,
@@ -195,7 +221,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("{}", sdk.stub());
         }
         Command::Check => check(&catalog, &settings, &path).await,
-        Command::Token { .. } => {}
+        Command::Token { .. } | Command::Import { .. } | Command::Install { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

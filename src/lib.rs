@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod metrics;

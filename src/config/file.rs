@@ -208,7 +208,8 @@ fn resolve_path_with(cli: Option<&Path>, env: &dyn Fn(&str) -> Option<PathBuf>) 
 
 /// Reads and parses the config file, taking environment references from the
 /// process environment (a variable whose value is not valid Unicode counts
-/// as unset). Logs each skipped server as a warning.
+/// as unset). A server whose command is codemcp itself is skipped (see
+/// [`super::self_ref`]). Logs each skipped server as a warning.
 ///
 /// # Errors
 /// A missing file at the default location gives an empty config; a missing
@@ -237,7 +238,8 @@ pub fn load(path: &ConfigPath) -> Result<UpstreamConfig, ConfigError> {
             });
         }
     };
-    let config = parse(&text, file, &|name| std::env::var(name).ok())?;
+    let mut config = parse(&text, file, &|name| std::env::var(name).ok())?;
+    super::self_ref::skip_self_references(&mut config, &super::self_ref::SelfBinaries::detect());
     for skipped in &config.skipped {
         tracing::warn!(target: "codemcp::config", server = %skipped.name, reason = %skipped.reason, "skipping upstream server");
     }

@@ -7,6 +7,7 @@
 pub mod file;
 pub mod interpolate;
 mod jsonc;
+pub mod self_ref;
 pub mod settings;
 
 use std::path::PathBuf;

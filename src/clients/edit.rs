@@ -1,0 +1,188 @@
+//! Changing JSON-with-comments files in place: the concrete syntax tree of
+//! `jsonc-parser` is edited, so every comment, blank line and indent the
+//! user wrote stays where it was (nothing is re-serialized). And the file
+//! operations around it: a backup first, then an atomic replace.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use serde_json::Value;
+
+use super::ClientError;
+
+/// Which layout a codemcp config file uses for its servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    McpServers,
+    OpenCode,
+}
+
+fn parse(text: &str) -> Result<(CstRootNode, CstObject), String> {
+    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|err| err.to_string())?;
+    if root
+        .value()
+        .is_some_and(|value| value.as_object().is_none())
+    {
+        return Err("the file is not a JSON object".to_owned());
+    }
+    let object = root.object_value_or_set();
+    Ok((root, object))
+}
+
+/// The layout new entries go into: `mcpServers` when the file has it, else
+/// opencode's `mcp` when it has that, else a new `mcpServers`.
+///
+/// # Errors
+/// When the text is not JSON with comments.
+pub fn layout(text: &str) -> Result<Layout, String> {
+    let (_, object) = parse(text)?;
+    Ok(
+        if object.get("mcpServers").is_none() && object.get("mcp").is_some() {
+            Layout::OpenCode
+        } else {
+            Layout::McpServers
+        },
+    )
+}
+
+/// `text` with `entries` appended to its server list (in [`layout`]).
+///
+/// # Errors
+/// When the text is not JSON with comments.
+pub fn append_servers(text: &str, entries: &[(String, Value)]) -> Result<String, String> {
+    let key = match layout(text)? {
+        Layout::McpServers => "mcpServers",
+        Layout::OpenCode => "mcp",
+    };
+    let (root, object) = parse(text)?;
+    let section = object.object_value_or_set(key);
+    for (name, value) in entries {
+        section.append(name, input(value));
+    }
+    Ok(root.to_string())
+}
+
+/// `text` with the object at `key` replaced by `{name: value}`.
+///
+/// # Errors
+/// When the text is not JSON with comments.
+pub fn replace_servers(text: &str, key: &str, name: &str, value: &Value) -> Result<String, String> {
+    let (root, object) = parse(text)?;
+    let list = CstInputValue::Object(vec![(name.to_owned(), input(value))]);
+    match object.get(key) {
+        Some(prop) => prop.set_value(list),
+        None => {
+            object.append(key, list);
+        }
+    }
+    Ok(root.to_string())
+}
+
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(fields) => {
+            CstInputValue::Object(fields.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+/// Where the backup of `path` goes: `FILE.codemcp-backup` beside it.
+#[must_use]
+pub fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".codemcp-backup");
+    PathBuf::from(name)
+}
+
+/// Copies `path` to its backup, byte for byte.
+///
+/// # Errors
+/// When the copy fails.
+pub fn back_up(path: &Path) -> Result<PathBuf, ClientError> {
+    let backup = backup_path(path);
+    std::fs::copy(path, &backup).map_err(|source| ClientError::Write {
+        path: backup.clone(),
+        source,
+    })?;
+    Ok(backup)
+}
+
+/// Replaces `path` with `text` at once (a temporary file beside it, renamed
+/// over it), so a crash leaves the old file or the new one, never half of
+/// one. A symlink is followed, not replaced. The new file keeps the old
+/// one's permissions; a file that did not
+/// exist is created readable by its owner only, since imported entries may
+/// hold literal secrets.
+///
+/// # Errors
+/// When the directory cannot be created or written.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), ClientError> {
+    // A file kept as a symlink (dotfiles) is written where it points.
+    let target = std::fs::canonicalize(path).ok();
+    let path = target.as_deref().unwrap_or(path);
+    let failed = |source: std::io::Error| ClientError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    temp.write_all(text.as_bytes()).map_err(failed)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        std::fs::set_permissions(temp.path(), meta.permissions()).map_err(failed)?;
+    }
+    temp.persist(path).map_err(|err| failed(err.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn appending_keeps_comments_and_layout() {
+        let text = "{\n  // my servers\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}, // first\n  },\n}\n";
+        let out = append_servers(text, &[("b".into(), json!({"command": "y"}))]).expect("edits");
+        assert!(out.starts_with("{\n  // my servers\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}, // first\n"), "{out}");
+        assert!(out.contains("\"b\": {"), "{out}");
+        let back = crate::clients::mcp_servers::parse_jsonc(&out).expect("still JSONC");
+        assert_eq!(back["mcpServers"]["b"]["command"], "y");
+    }
+
+    #[test]
+    fn an_opencode_layout_file_gets_opencode_entries_and_an_empty_one_mcp_servers() {
+        assert_eq!(layout("{\"mcp\": {}}"), Ok(Layout::OpenCode));
+        assert_eq!(layout("{}"), Ok(Layout::McpServers));
+        assert_eq!(layout(""), Ok(Layout::McpServers));
+        assert!(layout("[1]").is_err());
+    }
+
+    #[test]
+    fn replacing_the_list_keeps_the_rest() {
+        let text = "{\n  \"theme\": \"dark\", // mine\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}}\n}\n";
+        let out = replace_servers(
+            text,
+            "mcpServers",
+            "codemcp",
+            &json!({"command": "/bin/codemcp"}),
+        )
+        .expect("edits");
+        assert!(out.contains("\"theme\": \"dark\", // mine"), "{out}");
+        let back = crate::clients::mcp_servers::parse_jsonc(&out).expect("still JSONC");
+        assert_eq!(
+            back["mcpServers"],
+            json!({"codemcp": {"command": "/bin/codemcp"}})
+        );
+    }
+}
