@@ -12,8 +12,11 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use support::{Client, Setup, everything, filesystem, memory};
+use support::{Client, Setup, bin, everything, filesystem, http_exec, memory, start_http};
 
 /// Low enough for the limit snippet to reach it, above what the others call.
 const MAX_TOOL_CALLS: &str = "12";
@@ -299,4 +302,81 @@ async fn resources_and_prompts_in_a_monty_pool_worker() {
 #[tokio::test(flavor = "multi_thread")]
 async fn resources_and_prompts_in_cpython_on_the_host() {
     contract("cpython", &[("CODEMCP_ISOLATION", "HOST_SYSTEM")]).await;
+}
+
+/// `codemcp token add NAME` on the principals file; the new token.
+fn add_token(tokens: &Path, name: &str) -> String {
+    let output = std::process::Command::new(bin())
+        .args(["token", "add", name])
+        .env("CODEMCP_HTTP_TOKENS", tokens)
+        .output()
+        .expect("run codemcp token");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A principal whose overrides deny a server's resources and prompts gets
+/// none of them on a shared gateway, while another principal reads them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_principal_denied_resources_cannot_list_or_read_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.json");
+    let alice = add_token(&tokens, "alice");
+    let bob = add_token(&tokens, "bob");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
+    file["principals"]["bob"]["policy"] =
+        json!({"everything": {"resources/*": "deny", "prompts/*": "deny"}});
+    std::fs::write(&tokens, file.to_string()).unwrap();
+    let env = [("CODEMCP_HTTP_TOKENS", tokens.to_str().unwrap())];
+    let gateway = start_http(json!({"everything": everything()}), &env).await;
+    let code = "\
+uri = 'demo://resource/static/document/architecture.md'
+try:
+    text = read_resource('everything', uri)[:1]
+except ToolError as e:
+    text = str(e)
+try:
+    prompt = get_prompt('everything', 'simple-prompt')['messages'][0]['role']
+except ToolError as e:
+    prompt = str(e)
+[len(list_resources()), len(list_prompts('everything')), text, prompt]
+";
+    let mut seen = Vec::new();
+    for token in [&alice, &bob] {
+        support::init_tls();
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(gateway.url.clone()).auth_header(token);
+        let client =
+            ().serve(StreamableHttpClientTransport::from_config(config))
+                .await
+                .expect("MCP over HTTP");
+        let ran = http_exec(&client, code).await;
+        assert!(!ran.is_error, "{}", ran.text);
+        seen.push(ran.result().clone());
+    }
+    let listed = seen[0][0].as_u64().unwrap_or_default();
+    assert!(
+        listed >= 5,
+        "alice lists everything's resources: {}",
+        seen[0]
+    );
+    assert_eq!(
+        (&seen[0][2], &seen[0][3]),
+        (&json!("#"), &json!("user")),
+        "alice reads them"
+    );
+    assert_eq!(
+        seen[1],
+        json!([
+            0,
+            0,
+            "upstream 'everything' offers no resources",
+            "upstream 'everything' offers no prompts"
+        ]),
+        "bob sees a server without resources or prompts"
+    );
 }
