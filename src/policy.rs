@@ -308,6 +308,15 @@ mod tests {
         assert_eq!(r.decide("read_text"), Some(Decision::Allow));
         assert_eq!(r.decide("delete"), Some(Decision::Deny));
         assert_eq!(rules(&[]).decide("x"), None);
+        // Resource and prompt methods by their MCP names; `*` spans the `/`.
+        assert_eq!(r.decide("resources/read"), Some(Decision::Deny));
+        let methods = rules(&[
+            ("resources/*", Decision::Deny),
+            ("prompts/get", Decision::Ask),
+        ]);
+        assert_eq!(methods.decide("resources/list"), Some(Decision::Deny));
+        assert_eq!(methods.decide("prompts/get"), Some(Decision::Ask));
+        assert_eq!(methods.decide("prompts/list"), None);
     }
 
     #[test]

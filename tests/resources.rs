@@ -32,9 +32,11 @@ async fn world(engine: &[(&str, &str)]) -> World {
     let data = tempfile::tempdir().expect("tempdir");
     let mut denied = memory(&data.path().join("denied.jsonl"));
     denied["policy"] = json!({"resources/*": "deny", "prompts/*": "deny"});
+    let mut asks = memory(&data.path().join("memory.jsonl"));
+    asks["policy"] = json!({"resources/read": "ask"});
     let setup = Setup::new(json!({
         "everything": everything(),
-        "memory": memory(&data.path().join("memory.jsonl")),
+        "memory": asks,
         "memory_denied": denied,
         "fs": filesystem(data.path()),
     }));
@@ -43,6 +45,8 @@ async fn world(engine: &[(&str, &str)]) -> World {
     let mut env = vec![
         ("CODEMCP_AUDIT_LOG", audit_env.as_str()),
         ("CODEMCP_MAX_TOOL_CALLS", MAX_TOOL_CALLS),
+        // Resources and prompts are read-only: allowed without a rule.
+        ("CODEMCP_POLICY_DEFAULT", "deny"),
     ];
     env.extend_from_slice(engine);
     let client = setup.stdio(&env).await;
@@ -150,6 +154,7 @@ out = [
     attempt(lambda: read_resource('memory_denied', 'memory://knowledge-graph')),
     attempt(lambda: get_prompt('memory', 'x')),
     attempt(lambda: list_resources('nope')),
+    attempt(lambda: read_resource('memory', 'memory://knowledge-graph')),
 ]
 try:
     read_resource('everything')
@@ -199,6 +204,9 @@ async fn errors(engine: &str, client: &Client) {
             "ToolError: upstream 'memory_denied' offers no resources",
             "ToolError: upstream 'memory' offers no prompts",
             "ToolError: no upstream named 'nope'",
+            "ToolError: memory.resources/read needs the user's approval (policy \"ask\"), and this client \
+             cannot ask them (it declared no elicitation support); the operator can allow the tool with \
+             \"policy\": {\"resources/read\": \"allow\"} in the server's config entry",
             "TypeError: read_resource() missing 1 required argument: 'uri'",
             "TypeError: get_prompt() argument 'flag' must be str, not bool",
         ],
@@ -264,8 +272,12 @@ fn audited(engine: &str, audit: &Path) {
         "{engine}: no failed prompts/get in {lines:#?}"
     );
     assert!(
-        find("fs", "resources/list", "allow", "ok").is_some(),
-        "{engine}: list_resources() asked fs too: {lines:#?}"
+        find("memory", "resources/list", "allow", "ok").is_some(),
+        "{engine}: list_resources() wrote a line for each server it asked: {lines:#?}"
+    );
+    assert!(
+        find("memory", "resources/read", "denied", "none").is_some(),
+        "{engine}: an `ask` read nobody could approve: {lines:#?}"
     );
 }
 
