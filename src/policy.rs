@@ -5,6 +5,11 @@
 //! them, to a decision; the most specific rule wins (an exact name over any
 //! glob, then the glob with more literal characters). A tool no rule matches
 //! follows the annotations its server sent, else the gateway's default.
+//!
+//! The same rules govern a server's resources and prompts by the MCP method
+//! names `resources/list`, `resources/read`, `prompts/list` and `prompts/get`
+//! (`"resources/*": "deny"`); with no rule matching they are allowed, as
+//! reading them changes nothing.
 
 use std::fmt;
 use std::str::FromStr;
@@ -144,10 +149,13 @@ impl Rules {
     }
 
     /// The patterns that match none of `tools` (worth a warning: a typo).
+    /// The resource and prompt methods (`resources/read`, …) always count
+    /// as there: what a server offers is only known when it is asked.
     pub fn unmatched<'a>(&'a self, tools: &[&str]) -> Vec<&'a str> {
+        let methods = crate::sdk::resources::POLICY_NAMES;
         self.rules
             .iter()
-            .filter(|rule| !tools.iter().any(|tool| rule.matches(tool)))
+            .filter(|rule| !tools.iter().chain(methods).any(|tool| rule.matches(tool)))
             .map(|rule| rule.pattern.as_str())
             .collect()
     }
@@ -300,6 +308,15 @@ mod tests {
         assert_eq!(r.decide("read_text"), Some(Decision::Allow));
         assert_eq!(r.decide("delete"), Some(Decision::Deny));
         assert_eq!(rules(&[]).decide("x"), None);
+        // Resource and prompt methods by their MCP names; `*` spans the `/`.
+        assert_eq!(r.decide("resources/read"), Some(Decision::Deny));
+        let methods = rules(&[
+            ("resources/*", Decision::Deny),
+            ("prompts/get", Decision::Ask),
+        ]);
+        assert_eq!(methods.decide("resources/list"), Some(Decision::Deny));
+        assert_eq!(methods.decide("prompts/get"), Some(Decision::Ask));
+        assert_eq!(methods.decide("prompts/list"), None);
     }
 
     #[test]
@@ -351,7 +368,12 @@ mod tests {
 
     #[test]
     fn rules_that_match_no_tool_are_named() {
-        let r = rules(&[("read_*", Decision::Allow), ("wirte_file", Decision::Deny)]);
+        let r = rules(&[
+            ("read_*", Decision::Allow),
+            ("wirte_file", Decision::Deny),
+            ("resources/*", Decision::Deny),
+            ("prompts/get", Decision::Ask),
+        ]);
         assert_eq!(r.unmatched(&["read_text", "write_file"]), ["wirte_file"]);
     }
 }

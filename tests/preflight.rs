@@ -109,10 +109,16 @@ fn catalog() -> &'static Sdk {
 
 /// Corpus snippets that fail on purpose with a call the checker sees, so
 /// refusing them early is right: `(where, the first problem's message)`.
-const MEANT_TO_FAIL: &[(&str, &str)] = &[(
-    "tests/gateway.rs",
-    "line 1: everything_get_sum() got an unexpected keyword argument 'c' (valid: a, b)",
-)];
+const MEANT_TO_FAIL: &[(&str, &str)] = &[
+    (
+        "tests/gateway.rs",
+        "line 1: everything_get_sum() got an unexpected keyword argument 'c' (valid: a, b)",
+    ),
+    (
+        "tests/resources.rs",
+        "line 2: read_resource() missing 1 required argument: 'uri'",
+    ),
+];
 
 #[test]
 fn no_snippet_of_the_corpora_is_refused() {

@@ -314,6 +314,34 @@ class ToolFunction:
         return answer.get("value") if isinstance(answer, dict) else None
 
 
+class ResourceFunction(ToolFunction):
+    """`list_resources`, `read_resource`, `list_prompts` or `get_prompt`:
+    called like a tool function (awaitable in async code, counted against the
+    tool-call limit), sent as the request of its own name; the gateway binds
+    the arguments as the Monty engine does."""
+
+    def __repr__(self):
+        return f"<function {self.__name__}>"
+
+    def _start(self, args, kwargs):
+        try:
+            args, kwargs = to_json(list(args)), to_json(kwargs)
+        except NotJson as e:
+            raise TypeError(f"{self.__name__}(): an argument cannot be sent: {e}") from None
+        session = self._session
+        session.tool_calls += 1
+        params = {"session": session.name, "args": args, "kwargs": kwargs}
+        return session.channel.request(self.__name__, params)
+
+
+RESOURCE_FUNCTIONS = {
+    "list_resources": "list_resources(server=None): resources of `server`, or of every server: [{server, uri, name, ...}].",
+    "read_resource": "read_resource(server, uri): a text resource as str, a binary one as {mimeType, base64}, several as a list.",
+    "list_prompts": "list_prompts(server=None): prompts of `server`, or of every server: [{server, name, arguments, ...}].",
+    "get_prompt": "get_prompt(server, name, **arguments): the prompt's {description, messages: [{role, content}]}.",
+}
+
+
 def make_search_tools(channel):
     def search_tools(query, limit=10):
         """Tools whose name or docs match `query`: [{name, signature, summary}]."""
@@ -366,6 +394,7 @@ class Session:
             "ToolError": ToolError,
             "search_tools": make_search_tools(channel),
             "describe_tool": make_describe_tool(channel),
+            **{name: ResourceFunction(self, name, doc) for name, doc in RESOURCE_FUNCTIONS.items()},
         }
 
     def sync_catalog(self, catalog):

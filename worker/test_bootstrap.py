@@ -310,6 +310,24 @@ class Golden(unittest.TestCase):
         self.assertEqual(by_id["w4"], goldens["search_tools_request"])
         self.assertEqual(by_id["w5"], goldens["describe_tool_request"])
 
+        replies = iter(["read_resource_result", "get_prompt_error"])
+        connection.responder = lambda m: goldens[next(replies)]
+        code = (
+            "doc = read_resource('docs', 'docs://guide/intro.md')\n"
+            "try:\n    get_prompt('weather', 'forecast-summary', city='Oslo')\n"
+            "except ToolError as e:\n    err = [str(e), e.tool]\n"
+            "[doc, err]\n"
+        )
+        frame = {"jsonrpc": "2.0", "id": 22, "method": "run", "params": {**goldens["run_request_next"]["params"], "code": code}}
+        reply = connection.request(frame)["result"]
+        self.assertEqual(reply["error"], None, reply)
+        message = goldens["get_prompt_error"]["error"]["message"]
+        self.assertEqual(reply["result"], [goldens["read_resource_result"]["result"]["value"], [message, "get_prompt"]])
+        self.assertEqual(reply["tool_calls"], 2, "resource and prompt calls count as calls")
+        by_id = {m["id"]: m for m in connection.received if "method" in m}
+        self.assertEqual(by_id["w7"], goldens["read_resource_request"])
+        self.assertEqual(by_id["w8"], goldens["get_prompt_request"])
+
         self.assertEqual(connection.request(goldens["reset_request"]), goldens["reset_result"])
         after = connection.request({**goldens["run_request_next"], "id": 21})["result"]
         self.assertEqual(after["error"]["type"], "NameError", "reset dropped the namespace")

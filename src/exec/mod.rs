@@ -362,6 +362,21 @@ pub trait ToolHost: Send + Sync + 'static {
         tool: &str,
         args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>>;
+    /// Calls one of the resource and prompt functions for a run on
+    /// `engine` and returns the value agent code gets (see
+    /// `upstream::resources`). Hosts without upstreams have none to offer.
+    fn resource_call(
+        &self,
+        engine: &'static str,
+        call: crate::sdk::ResourceCall,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let _ = engine;
+        let message = format!(
+            "{}(): no upstream resources or prompts are reachable here",
+            call.function()
+        );
+        Box::pin(async move { Err(ToolFailure { message }) })
+    }
     /// Whether a call of `server`'s `tool` would wait for the user's answer,
     /// and the run should rather park there (see [`Parked`]). Engines that
     /// can dump a run suspended at a plain call ask before calling.

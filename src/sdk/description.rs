@@ -18,7 +18,8 @@ Run Python (a sandboxed subset). Each function below calls an upstream MCP tool 
 and returns its structured result as a dict if it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
 Calls are synchronous; `await asyncio.gather(f(...), g(...))` runs them concurrently.
 You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.
-State persists across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.";
+State persists across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.
+Resources and prompts: list_resources(server=None), read_resource(server, uri) (str; binary: {mimeType, base64}), list_prompts(server=None), get_prompt(server, name, **arguments).";
 
 const INTRO_NO_TOOLS: &str = "\
 Run Python code. No upstream tools are connected right now; plain Python still runs.

@@ -11,6 +11,7 @@ mod bind;
 mod description;
 mod function;
 pub mod naming;
+pub mod resources;
 mod search;
 mod shared_types;
 mod stub;
@@ -21,12 +22,21 @@ use serde_json::Value;
 
 pub use bind::BindError;
 pub use function::{Param, SdkFunction};
+pub use resources::{ResourceArgError, ResourceCall};
 pub use search::SearchHit;
 
 use crate::tooldef::ToolDef;
 
 /// Names the sandbox defines itself; no tool function is ever given one of them.
-pub const RESERVED_NAMES: &[&str] = &["search_tools", "describe_tool", "ToolError"];
+pub const RESERVED_NAMES: &[&str] = &[
+    "search_tools",
+    "describe_tool",
+    "ToolError",
+    resources::LIST_RESOURCES,
+    resources::READ_RESOURCE,
+    resources::LIST_PROMPTS,
+    resources::GET_PROMPT,
+];
 
 /// The SDK for one catalog of tools.
 #[derive(Debug, Clone)]
@@ -180,6 +190,18 @@ impl Sdk {
             (Some(only), None) => Some(only),
             _ => None,
         }
+    }
+
+    /// A call of one of the resource and prompt functions, its arguments
+    /// bound; `None` when `name` is not one of them. They are the same in
+    /// every SDK: what a server offers is only known when it is asked.
+    pub fn resource_call(
+        &self,
+        name: &str,
+        positional: Vec<Value>,
+        keywords: Vec<(String, Value)>,
+    ) -> Option<Result<ResourceCall, ResourceArgError>> {
+        ResourceCall::bind(name, positional, keywords)
     }
 
     /// Everything about one tool, for `describe_tool(name)`.

@@ -35,6 +35,26 @@ def describe_tool(name: str) -> dict[str, Any]:
     `name` is a function name, `server.tool`, or a tool's own name when unique.
     """
     ...
+
+
+def list_resources(server: str | None = None) -> list[dict[str, Any]]:
+    """Resources of `server`, or of every server: {server, uri, name, title?, description?, mimeType?, size?}."""
+    ...
+
+
+def read_resource(server: str, uri: str) -> str | dict[str, str] | list[Any]:
+    """A resource: text as str, binary as {"mimeType", "base64"}, several contents as a list of those."""
+    ...
+
+
+def list_prompts(server: str | None = None) -> list[dict[str, Any]]:
+    """Prompts of `server`, or of every server: {server, name, title?, description?, arguments: [{name, required}]}."""
+    ...
+
+
+def get_prompt(server: str, name: str, **arguments: str) -> dict[str, Any]:
+    """A prompt filled in with `arguments`: {description?, messages: [{role, content}]}; text content is a str."""
+    ...
 "#;
 
 /// The full type stub. It always parses as Python, whatever the tools contain.

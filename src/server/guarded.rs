@@ -27,6 +27,8 @@ use crate::sdk::Sdk;
 use crate::timing;
 use crate::upstream::{Catalog, UpstreamError};
 
+mod resources;
+
 /// How approvals are asked and calls recorded, for the whole gateway.
 pub struct Authority {
     pub audit: AuditLog,
@@ -204,6 +206,20 @@ impl ToolHost for GuardedTools {
         Box::pin(call.run())
     }
 
+    fn resource_call(
+        &self,
+        engine: &'static str,
+        call: crate::sdk::ResourceCall,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let guard = resources::Guard {
+            catalog: self.catalog.clone(),
+            authority: self.authority.clone(),
+            context: self.context.clone(),
+            engine,
+        };
+        Box::pin(resources::run(guard, call))
+    }
+
     fn parks(&self, server: &str, tool: &str) -> bool {
         let context = &self.context;
         context.park
@@ -227,26 +243,7 @@ impl Call {
         let checking = timing::start();
         let policy = identity.policy(&self.catalog, &self.server, &self.tool);
         timing::since("policy checked", checking);
-        let decision = match policy {
-            Some(Decision::Allow) => "allow",
-            Some(Decision::Ask) => match self.approval().await {
-                Ok(()) => {
-                    crate::metrics::approval_decided(true);
-                    "approved"
-                }
-                Err(why) => {
-                    crate::metrics::approval_decided(false);
-                    return self.refuse("denied", why);
-                }
-            },
-            Some(Decision::Deny) | None => {
-                let why = format!(
-                    "no tool {}.{} (unknown, or denied by policy)",
-                    self.server, self.tool
-                );
-                return self.refuse("deny", why);
-            }
-        };
+        let decision = self.authorize(policy).await?;
         // The (maybe huge) arguments go upstream without a copy; the audit
         // line needs only what it shows of them.
         let args = std::mem::take(&mut self.args);
@@ -280,10 +277,35 @@ impl Call {
         value
     }
 
-    fn refuse(&self, decision: &str, message: String) -> Result<Value, ToolFailure> {
+    /// The audit word for a call its policy lets through, after asking the
+    /// user for `ask`; else the refusal, recorded.
+    async fn authorize(&self, policy: Option<Decision>) -> Result<&'static str, ToolFailure> {
+        match policy {
+            Some(Decision::Allow) => Ok("allow"),
+            Some(Decision::Ask) => match self.approval().await {
+                Ok(()) => {
+                    crate::metrics::approval_decided(true);
+                    Ok("approved")
+                }
+                Err(why) => {
+                    crate::metrics::approval_decided(false);
+                    Err(self.refuse("denied", why))
+                }
+            },
+            Some(Decision::Deny) | None => {
+                let why = format!(
+                    "no tool {}.{} (unknown, or denied by policy)",
+                    self.server, self.tool
+                );
+                Err(self.refuse("deny", why))
+            }
+        }
+    }
+
+    fn refuse(&self, decision: &str, message: String) -> ToolFailure {
         let shown = crate::audit::shown_arguments(&self.args);
         self.record(&shown, decision, "none", Duration::ZERO, 0);
-        Err(ToolFailure { message })
+        ToolFailure { message }
     }
 
     fn record(

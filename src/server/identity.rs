@@ -71,6 +71,21 @@ impl Identity {
             None => catalog.policy(server, tool),
         }
     }
+
+    /// The policy of a resource or prompt `method` (`resources/read`, …) of
+    /// `server` for this caller; `None` for an unknown server.
+    pub fn resource_policy(
+        &self,
+        catalog: &Catalog,
+        server: &str,
+        method: &str,
+    ) -> Option<Decision> {
+        let operator = catalog.resource_policy(server, method)?;
+        Some(match &self.principal {
+            Some(principal) => principal.overrides.apply(server, method, operator),
+            None => operator,
+        })
+    }
 }
 
 /// The bearer token of a request, if any.

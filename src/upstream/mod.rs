@@ -9,6 +9,7 @@
 
 mod child;
 mod connection;
+pub mod resources;
 mod result;
 mod startup;
 

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use super::classify::{Verdict, classify};
 use super::convert::{NotJson, to_json};
 use super::host::{
-    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, ToolFailures, exception,
-    ext_result, tool_reply,
+    CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, ToolCall, ToolFailures,
+    exception, ext_result,
 };
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::OutputCapture;
@@ -414,28 +414,29 @@ impl Driver {
         let decision = self
             .host
             .on_call(&call.function_name, &call.args, call.object_id.is_some());
-        let tool = match decision {
+        let outgoing = match decision {
             CallDecision::Reply(reply) => return self.resume_call(call, reply),
             CallDecision::Abort(verdict, exc) => {
                 return self.abort(ReplProgress::FunctionCall(call), verdict, exc);
             }
-            CallDecision::CallTool(tool) => tool,
+            CallDecision::Call(outgoing) => outgoing,
         };
         let parkable = !self.calls.may_overlap() && !call.allow_eager_await;
-        let call = if parkable && self.tools.parks(&tool.server, &tool.tool) {
-            let progress = ReplProgress::FunctionCall(call);
-            if self.park(&progress, &tool) {
-                return Ok(progress);
+        let call = match &outgoing {
+            Outgoing::Tool(tool) if parkable && self.tools.parks(&tool.server, &tool.tool) => {
+                let progress = ReplProgress::FunctionCall(call);
+                if self.park(&progress, tool) {
+                    return Ok(progress);
+                }
+                let ReplProgress::FunctionCall(call) = progress else {
+                    unreachable!("made from a function call just above")
+                };
+                call
             }
-            let ReplProgress::FunctionCall(call) = progress else {
-                unreachable!("made from a function call just above")
-            };
-            call
-        } else {
-            call
+            _ => call,
         };
         let call_id = call.call_id;
-        self.spawn_tool(call_id, tool);
+        self.spawn_call(call_id, outgoing);
         if call.allow_eager_await {
             // `await tool()` with nothing else runnable: wait, then resume eagerly.
             return match self.wait_for(call_id) {
@@ -499,15 +500,12 @@ impl Driver {
         self.abort(progress, verdict, exc)
     }
 
-    fn spawn_tool(&self, call_id: u32, call: ToolCall) {
-        let fut = self
-            .tools
-            .call_tool(super::ENGINE_NAME, &call.server, &call.tool, call.args);
-        let unwrap = call.unwrap_result;
-        let tx = self.results_tx.clone();
+    fn spawn_call(&self, call_id: u32, call: Outgoing) {
         let failures = self.host.failures.clone();
+        let fut = call.send(&*self.tools, super::ENGINE_NAME, failures);
+        let tx = self.results_tx.clone();
         self.runtime.spawn(async move {
-            let reply = tool_reply(fut.await, unwrap, &failures);
+            let reply = fut.await;
             // The receiver is gone only when the run already ended.
             let _ = tx.send((call_id, reply));
         });

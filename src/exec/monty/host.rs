@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use monty_types::{
     CallArgs, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
 };
@@ -14,8 +15,9 @@ use serde_json::{Map, Value};
 
 use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
 use super::convert::{NotJson, json_of, to_monty};
-use crate::exec::ToolFailure;
-use crate::sdk::Sdk;
+use crate::exec::{ToolFailure, ToolHost};
+use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
+use crate::sdk::{ResourceCall, Sdk};
 
 /// Names every engine provides besides the tools.
 const SEARCH_TOOLS: &str = "search_tools";
@@ -27,8 +29,34 @@ pub enum CallDecision {
     Reply(ExtFunctionResult),
     /// Stop the run with an uncatchable error.
     Abort(Verdict, MontyException),
-    /// Call an upstream tool and answer with its result.
-    CallTool(ToolCall),
+    /// Call upstream and answer with its result.
+    Call(Outgoing),
+}
+
+/// A call that leaves the gateway: an upstream tool's, or one of the
+/// resource and prompt functions (which never park: they are read-only).
+pub enum Outgoing {
+    Tool(ToolCall),
+    Resource(ResourceCall),
+}
+
+impl Outgoing {
+    /// Sends the call through `tools`; the future gives the sandbox's reply.
+    pub fn send(
+        self,
+        tools: &dyn ToolHost,
+        engine: &'static str,
+        failures: ToolFailures,
+    ) -> BoxFuture<'static, Result<MontyObject, MontyException>> {
+        let (sent, unwrap) = match self {
+            Outgoing::Tool(tool) => (
+                tools.call_tool(engine, &tool.server, &tool.tool, tool.args),
+                tool.unwrap_result,
+            ),
+            Outgoing::Resource(call) => (tools.resource_call(engine, call), false),
+        };
+        Box::pin(async move { tool_reply(sent.await, unwrap, &failures) })
+    }
 }
 
 pub struct ToolCall {
@@ -112,7 +140,7 @@ impl SuspensionHost {
 
     /// A bare name the snippet read that is not defined.
     pub fn on_lookup(&self, name: &str) -> Result<NameLookupResult, (Verdict, MontyException)> {
-        if name == SEARCH_TOOLS || name == DESCRIBE_TOOL {
+        if name == SEARCH_TOOLS || name == DESCRIBE_TOOL || RESOURCE_FUNCTIONS.contains(&name) {
             return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
         }
         if let Some(f) = self.sdk.get(name) {
@@ -142,7 +170,19 @@ impl SuspensionHost {
         if name == DESCRIBE_TOOL {
             return CallDecision::Reply(self.describe_tool(args));
         }
-        let Some(function) = self.sdk.get(name) else {
+        if let Some(bound) = self.bind_resource_call(name, args) {
+            return match bound {
+                Ok(call) => match self.count_call(true) {
+                    Some(limit) => limit,
+                    None => CallDecision::Call(Outgoing::Resource(call)),
+                },
+                Err(exc) => CallDecision::Reply(ExtFunctionResult::Error(exc)),
+            };
+        }
+        // Its own handle on the SDK: the call is counted (`&mut self`) while
+        // the function is still read.
+        let sdk = Arc::clone(&self.sdk);
+        let Some(function) = sdk.get(name) else {
             if let Some(connecting) = self.sdk.connecting_for(name) {
                 let exc = exception(ExcType::RuntimeError, connecting.message());
                 return CallDecision::Reply(ExtFunctionResult::Error(exc));
@@ -162,23 +202,52 @@ impl SuspensionHost {
             Ok(args) => args,
             Err(exc) => return CallDecision::Reply(ExtFunctionResult::Error(exc)),
         };
+        if let Some(limit) = self.count_call(function.read_only) {
+            return limit;
+        }
+        CallDecision::Call(Outgoing::Tool(ToolCall {
+            server: function.server.clone(),
+            tool: function.tool.clone(),
+            args,
+            unwrap_result: function.unwrap_result,
+        }))
+    }
+
+    /// Counts one upstream call against `CODEMCP_MAX_TOOL_CALLS`; the abort
+    /// when it is one too many.
+    fn count_call(&mut self, read_only: bool) -> Option<CallDecision> {
         if self.tool_calls >= self.max_tool_calls {
             let msg = format!(
                 "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
                 self.max_tool_calls
             );
-            return CallDecision::Abort(Verdict::Limit, exception(ExcType::RuntimeError, msg));
+            return Some(CallDecision::Abort(
+                Verdict::Limit,
+                exception(ExcType::RuntimeError, msg),
+            ));
         }
         self.tool_calls += 1;
-        if !function.read_only {
+        if !read_only {
             self.side_effects += 1;
         }
-        CallDecision::CallTool(ToolCall {
-            server: function.server.clone(),
-            tool: function.tool.clone(),
-            args,
-            unwrap_result: function.unwrap_result,
-        })
+        None
+    }
+
+    /// A call of a resource or prompt function, bound; `None` for any other name.
+    fn bind_resource_call(
+        &self,
+        name: &str,
+        args: &CallArgs,
+    ) -> Option<Result<ResourceCall, MontyException>> {
+        if !RESOURCE_FUNCTIONS.contains(&name) {
+            return None;
+        }
+        let (positional, keywords) = match json_args(name, args) {
+            Ok(json) => json,
+            Err(exc) => return Some(Err(exc)),
+        };
+        let bound = self.sdk.resource_call(name, positional, keywords)?;
+        Some(bound.map_err(|e| exception(ExcType::TypeError, e.to_string())))
     }
 
     pub fn on_os_call(&mut self, request: OsRequest) -> OsDecision {
@@ -283,12 +352,12 @@ fn unsupported(reason: String) -> (Verdict, MontyException) {
     (Verdict::Unsupported { reason }, exc)
 }
 
-/// Maps the call's Python arguments onto the tool's JSON arguments.
-fn bind(
+/// A call's Python arguments as JSON: positional, then keywords.
+#[allow(clippy::type_complexity)]
+fn json_args(
     name: &str,
-    function: &crate::sdk::SdkFunction,
     args: &CallArgs,
-) -> Result<Map<String, Value>, MontyException> {
+) -> Result<(Vec<Value>, Vec<(String, Value)>), MontyException> {
     let not_json = |what: String, e: NotJson| {
         exception(
             ExcType::TypeError,
@@ -305,6 +374,16 @@ fn bind(
         let value = json_of(value).map_err(|e| not_json(format!("argument '{key}'"), e))?;
         keywords.push((key, value));
     }
+    Ok((positional, keywords))
+}
+
+/// Maps the call's Python arguments onto the tool's JSON arguments.
+fn bind(
+    name: &str,
+    function: &crate::sdk::SdkFunction,
+    args: &CallArgs,
+) -> Result<Map<String, Value>, MontyException> {
+    let (positional, keywords) = json_args(name, args)?;
     function
         .bind_args(positional, keywords)
         .map_err(|e| exception(ExcType::TypeError, e.to_string()))

@@ -7,10 +7,11 @@ use ruff_text_size::TextSize;
 use serde_json::Value;
 
 use super::Problem;
-use super::literal::{certain_type, literal, mismatched, python_type};
+use super::literal::{Literal, certain_type, literal, mismatched, python_type};
 use super::scan::{Call, Scan};
 use crate::exec::monty::cpython_tables::BUILTINS;
-use crate::sdk::{Param, RESERVED_NAMES, Sdk, SdkFunction, naming};
+use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
+use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction, naming};
 
 /// Distinct names compared with every tool's name by edit distance in one
 /// check; past it a name counts as not close (which can only leave a typo
@@ -61,6 +62,11 @@ impl<'a> Judge<'a> {
         match self.sdk.get(call.name) {
             Some(function) => {
                 arguments(function, call.arguments, &mut |p| found.push((call.at, p)))
+            }
+            None if RESOURCE_FUNCTIONS.contains(&call.name) => {
+                if let Some(problem) = resource_arguments(call.name, call.arguments) {
+                    found.push((call.at, problem));
+                }
             }
             None if self.unknown(call.name) => found.push((
                 call.at,
@@ -174,6 +180,41 @@ fn arguments(function: &SdkFunction, args: &Arguments, found: &mut dyn FnMut(Pro
         if let Some(problem) = literal_problem(function, param, value) {
             found(problem);
         }
+    }
+}
+
+/// The problem of a call of a resource or prompt function, if it has one:
+/// bound as at run time, each argument a placeholder of its literal's type
+/// (a `str` when not a literal, which fits every parameter).
+fn resource_arguments(name: &str, args: &Arguments) -> Option<Problem> {
+    let unpacked = args.args.iter().any(|a| matches!(a, Expr::Starred(_)))
+        || args.keywords.iter().any(|k| k.arg.is_none());
+    if unpacked {
+        return None;
+    }
+    let positional = args.args.iter().map(placeholder).collect();
+    let keywords = args
+        .keywords
+        .iter()
+        .filter_map(|k| Some((k.arg.as_ref()?.as_str().to_owned(), placeholder(&k.value))))
+        .collect();
+    ResourceCall::bind(name, positional, keywords)?
+        .err()
+        .map(Problem::from)
+}
+
+/// A value with the JSON type `expr` surely has, else a string.
+fn placeholder(expr: &Expr) -> Value {
+    if expr.is_none_literal_expr() {
+        return Value::Null;
+    }
+    match literal(expr) {
+        Some(Literal::Int) => Value::from(0),
+        Some(Literal::Float) => Value::from(0.5),
+        Some(Literal::Bool) => Value::Bool(true),
+        Some(Literal::List | Literal::Tuple) => Value::Array(Vec::new()),
+        Some(Literal::Dict) => Value::Object(serde_json::Map::new()),
+        Some(Literal::Str(_)) | None => Value::String(String::new()),
     }
 }
 

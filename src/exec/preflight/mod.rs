@@ -19,7 +19,7 @@ use ruff_text_size::TextSize;
 
 use super::syntax::{MAX_NESTING, nests_deeper_than};
 use super::{ErrorKind, RunError};
-use crate::sdk::{BindError, Sdk};
+use crate::sdk::{BindError, ResourceArgError, Sdk};
 
 pub use memory::EarlierNames;
 
@@ -35,6 +35,9 @@ pub enum Problem {
     UnknownFunction { name: String, closest: Vec<String> },
     #[error(transparent)]
     Arguments(#[from] BindError),
+    /// A call of `list_resources`, `read_resource`, `list_prompts` or `get_prompt`.
+    #[error(transparent)]
+    ResourceArguments(#[from] ResourceArgError),
     #[error("{function}() argument '{argument}' must be {expected}, not {given}")]
     LiteralType {
         function: String,
@@ -57,7 +60,9 @@ impl Problem {
     fn exc_type(&self) -> &'static str {
         match self {
             Problem::UnknownFunction { .. } => "NameError",
-            Problem::Arguments(_) | Problem::LiteralType { .. } => "TypeError",
+            Problem::Arguments(_) | Problem::ResourceArguments(_) | Problem::LiteralType { .. } => {
+                "TypeError"
+            }
         }
     }
 }

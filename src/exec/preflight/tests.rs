@@ -226,3 +226,28 @@ fn one_problem_is_one_line() {
             .is_none()
     );
 }
+
+#[test]
+fn resource_and_prompt_calls_are_checked_like_tool_calls() {
+    let fine = "uri = 'demo://x'\nlist_resources()\nlist_prompts(server=None)\n\
+                read_resource('everything', uri)\nget_prompt('everything', 'p', city='Paris', days=3)\n\
+                f = read_resource\nf('everything')\ntry:\n    read_resource('everything')\nexcept TypeError:\n    pass";
+    assert_eq!(found(fine), Vec::<String>::new());
+    assert_eq!(
+        found(
+            "read_resource('everything')\nlist_prompts('a', 'b')\nget_prompt('s', 'p', flag=True)\n\
+             list_resources(server=3)\nread_resource(uri='u', server='s', mime='x')"
+        ),
+        [
+            "line 1: read_resource() missing 1 required argument: 'uri'",
+            "line 2: list_prompts() takes 1 positional argument but 2 were given",
+            "line 3: get_prompt() argument 'flag' must be str, not bool",
+            "line 4: list_resources() argument 'server' must be str or None, not int",
+            "line 5: read_resource() got an unexpected keyword argument 'mime' (valid: server, uri)",
+        ]
+    );
+    let error = check("read_resource()", &sdk(), &[])
+        .error()
+        .expect("an error");
+    assert_eq!(error.exc_type, "TypeError");
+}

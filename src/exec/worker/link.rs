@@ -1,7 +1,8 @@
 //! One authenticated WebSocket connection to a worker: JSON-RPC both ways.
 //! Requests we send are matched to replies by id; requests the worker sends
-//! (`call_tool`, `search_tools`, `describe_tool`) are answered from the run
-//! context of their session, through the same SDK and catalog as Monty.
+//! (`call_tool`, `search_tools`, `describe_tool`, and the resource and
+//! prompt functions by their names) are answered from the run context of
+//! their session, through the same SDK and catalog as Monty.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -17,11 +18,12 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{
-    BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, RpcError,
-    SearchToolsParams, TOOL_FAILED,
+    BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, ResourceCallParams,
+    RpcError, SearchToolsParams, TOOL_FAILED,
 };
 use crate::exec::{ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
+use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
@@ -198,6 +200,14 @@ impl WorkerLink {
                     },
                 })
             }
+            function if RESOURCE_FUNCTIONS.contains(&function) => {
+                let params: ResourceCallParams =
+                    serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
+                let context = self.runs.lock().get(&params.session).cloned();
+                let context =
+                    context.ok_or_else(|| bad("no run is active for this session".into()))?;
+                resource_call(&context, function, params).await
+            }
             other => Err(RpcError {
                 code: METHOD_NOT_FOUND,
                 message: format!("unknown method '{other}'"),
@@ -208,6 +218,50 @@ impl WorkerLink {
     fn any_sdk(&self) -> Option<Arc<Sdk>> {
         self.runs.lock().values().next().map(|c| c.sdk.clone())
     }
+}
+
+/// The tool-call limit's refusal when the run has used it up; else counts the call.
+fn count_call(context: &RunContext) -> Result<u32, RpcError> {
+    let done = context.tool_calls.fetch_add(1, Ordering::Relaxed);
+    if done >= context.max_tool_calls {
+        return Err(RpcError {
+            code: TOOL_FAILED,
+            message: format!(
+                "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
+                context.max_tool_calls
+            ),
+        });
+    }
+    Ok(done)
+}
+
+/// A call of a resource or prompt function: bound as Monty binds it, counted
+/// like a tool call, read-only.
+async fn resource_call(
+    context: &RunContext,
+    function: &str,
+    params: ResourceCallParams,
+) -> Result<Value, RpcError> {
+    let bad = |message: String| RpcError {
+        code: BAD_ARGUMENTS,
+        message,
+    };
+    let keywords: Vec<(String, Value)> = params.kwargs.into_iter().collect();
+    let call = context
+        .sdk
+        .resource_call(function, params.args, keywords)
+        .ok_or_else(|| bad(format!("'{function}' is not a resource or prompt function")))?
+        .map_err(|e| bad(e.to_string()))?;
+    let done = count_call(context)?;
+    let result = context.tools.resource_call(context.engine, call).await;
+    if let Some(observer) = &context.observer {
+        observer(done + 1);
+    }
+    let value = result.map_err(|failure| RpcError {
+        code: TOOL_FAILED,
+        message: failure.message,
+    })?;
+    Ok(json!({ "value": value }))
 }
 
 async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value, RpcError> {
@@ -223,16 +277,7 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
     let args = function
         .bind_args(params.args, keywords)
         .map_err(|e| bad(e.to_string()))?;
-    let done = context.tool_calls.fetch_add(1, Ordering::Relaxed);
-    if done >= context.max_tool_calls {
-        return Err(RpcError {
-            code: TOOL_FAILED,
-            message: format!(
-                "tool call limit exceeded: more than {} calls in one run (CODEMCP_MAX_TOOL_CALLS)",
-                context.max_tool_calls
-            ),
-        });
-    }
+    let done = count_call(context)?;
     let result = context
         .tools
         .call_tool(context.engine, &function.server, &function.tool, args)

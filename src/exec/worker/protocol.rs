@@ -92,6 +92,18 @@ pub struct CallToolParams {
     pub kwargs: Map<String, Value>,
 }
 
+/// Worker → gateway `list_resources`, `read_resource`, `list_prompts` and
+/// `get_prompt` (the method is the function's name): the call's arguments
+/// as the snippet gave them; the gateway binds them as the Monty engine does.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResourceCallParams {
+    pub session: String,
+    #[serde(default)]
+    pub args: Vec<Value>,
+    #[serde(default)]
+    pub kwargs: Map<String, Value>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SearchToolsParams {
     pub query: String,
@@ -207,5 +219,10 @@ mod tests {
             let _: CallToolParams =
                 serde_json::from_value(call.params.expect("params")).expect("CallToolParams");
         }
+        let read = golden("read_resource_request.json").expect("read_resource_request.json");
+        assert_eq!(read.method.as_deref(), Some("read_resource"));
+        let params: ResourceCallParams =
+            serde_json::from_value(read.params.expect("params")).expect("ResourceCallParams");
+        assert_eq!(params.args.len(), 2);
     }
 }

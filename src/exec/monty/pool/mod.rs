@@ -29,9 +29,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::classify::{Verdict, classify};
 use super::convert::to_json;
 use super::driver::{Ending, mentions_result};
-use super::host::{
-    CallDecision, OsDecision, OsRequest, SuspensionHost, ToolCall, exception, tool_reply,
-};
+use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::OutputCapture;
 use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
 use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls_safely};

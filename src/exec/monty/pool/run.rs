@@ -173,7 +173,7 @@ impl PoolRun {
                                 .await
                         }
                         CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
-                        CallDecision::CallTool(tool)
+                        CallDecision::Call(Outgoing::Tool(tool))
                             if !allow_eager_await
                                 && !self.calls.may_overlap()
                                 && self.tools.parks(&tool.server, &tool.tool) =>
@@ -190,7 +190,7 @@ impl PoolRun {
                                 }
                                 Err(e) => {
                                     tracing::warn!(target: "codemcp::exec", error = %e, "a pool run could not be parked; it waits in memory");
-                                    let call = self.call_tool(call_id, tool);
+                                    let call = self.send(call_id, Outgoing::Tool(tool));
                                     match self.wait_for(call_id, call).await {
                                         Ok(reply) => {
                                             self.turn(checkout.resume(answer(reply), &mut print))
@@ -201,8 +201,8 @@ impl PoolRun {
                                 }
                             }
                         }
-                        CallDecision::CallTool(tool) => {
-                            let call = self.call_tool(call_id, tool);
+                        CallDecision::Call(outgoing) => {
+                            let call = self.send(call_id, outgoing);
                             if allow_eager_await {
                                 match self.wait_for(call_id, call).await {
                                     Ok(reply) => {
@@ -364,13 +364,10 @@ impl PoolRun {
         })
     }
 
-    fn call_tool(&self, call_id: u32, tool: ToolCall) -> BoxFuture<'static, (u32, CallResult)> {
-        let fut = self
-            .tools
-            .call_tool(super::ENGINE_NAME, &tool.server, &tool.tool, tool.args);
-        let unwrap = tool.unwrap_result;
+    fn send(&self, call_id: u32, call: Outgoing) -> BoxFuture<'static, (u32, CallResult)> {
         let failures = self.host.failures.clone();
-        async move { (call_id, tool_reply(fut.await, unwrap, &failures)) }.boxed()
+        let fut = call.send(&*self.tools, super::ENGINE_NAME, failures);
+        async move { (call_id, fut.await) }.boxed()
     }
 
     fn count_completed(&mut self) {
