@@ -396,8 +396,10 @@ async fn admin_socket_is_private_to_its_user() {
     open(runtime.dir.path(), 0o711).expect("chmod");
     open(&runtime.sockets(), 0o711).expect("chmod");
     open(&socket, 0o666).expect("chmod");
+    // The gateway may answer (and close) before the request is sent.
     let probe = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
-                 s.sendall(b'{\"op\":\"list\"}\\n')\nprint(s.makefile().readline())";
+                 try:\n    s.sendall(b'{\"op\":\"list\"}\\n')\nexcept OSError:\n    pass\n\
+                 print(s.makefile().readline())";
     let output = std::process::Command::new("/usr/bin/python3")
         .args(["-c", probe, socket.to_str().expect("utf-8")])
         .current_dir("/")
