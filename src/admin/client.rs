@@ -183,7 +183,7 @@ async fn request_with(
                 message: format!("no answer within {} s", within.as_secs()),
             })??;
     match serde_json::from_str::<Answer>(answer.trim()) {
-        Ok(Answer::Ok(reply)) => Ok(reply),
+        Ok(Answer::Ok(reply)) => Ok(*reply),
         Ok(Answer::Err(message)) => Err(AdminError::Refused(message)),
         Err(_) if answer.is_empty() => Err(AdminError::Protocol {
             pid,

@@ -74,7 +74,7 @@ impl Control {
             Request::Reload => self.reload().await,
         };
         match reply {
-            Ok(reply) => Answer::Ok(reply),
+            Ok(reply) => Answer::Ok(Box::new(reply)),
             Err(message) => Answer::Err(message),
         }
     }

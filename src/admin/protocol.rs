@@ -26,7 +26,7 @@ pub enum Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
-    Ok(Reply),
+    Ok(Box<Reply>),
     /// A message for the user; the gateway is unchanged.
     Err(String),
 }
