@@ -222,6 +222,45 @@ async fn tool_names(client: &support::HttpClient) -> String {
         .to_owned()
 }
 
+/// tests/clients/listen_changes.py: an mcp 2.x client listening for tool changes.
+struct Listener {
+    _child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Listener {
+    /// Starts it and waits until its listen stream is open.
+    async fn start(url: &str) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(support::python2())
+            .arg(support::repo().join("tests/clients/listen_changes.py"))
+            .arg(url)
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start listen_changes.py");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
+        let ready = ready
+            .expect("ready within 60 s")
+            .expect("read")
+            .unwrap_or_default();
+        assert_eq!(ready, "ready");
+        Self {
+            _child: child,
+            lines,
+        }
+    }
+
+    /// What it saw: its protocol and the description before and after the change.
+    async fn changed(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(100), self.lines.next_line()).await;
+        let line = line.expect("an answer within 100 s").expect("read");
+        serde_json::from_str(&line.expect("tools/list_changed within 90 s")).expect("JSON")
+    }
+}
+
 #[tokio::test]
 async fn a_saved_config_is_reloaded_and_invalid_json_keeps_the_last_good_one() {
     let runtime = Runtime::new();
@@ -291,8 +330,26 @@ async fn a_saved_config_is_reloaded_and_invalid_json_keeps_the_last_good_one() {
         !l.contains("config error:") && !line(l, "alpha").contains("connected")
     })
     .await;
+    // A 2026-07-28 client (PyPI mcp 2.x) hears of it on its subscriptions/listen stream.
+    let mut listener = Listener::start(&gateway.url).await;
     let off = runtime.cli(&["disable", "gamma", "--make-default"]).await;
     assert!(off.ok, "{off}");
+    let heard = listener.changed().await;
+    assert_eq!(heard["protocol"], "2026-07-28", "{heard}");
+    assert!(
+        heard["before"]
+            .as_str()
+            .unwrap()
+            .contains("gamma_add_numbers("),
+        "{heard}"
+    );
+    assert!(
+        !heard["after"]
+            .as_str()
+            .unwrap()
+            .contains("gamma_add_numbers("),
+        "{heard}"
+    );
     let written = std::fs::read_to_string(&config).expect("read");
     assert!(
         written.contains("// my gateway") && written.contains("// the new one"),
