@@ -267,3 +267,45 @@ fn effective(state: &State) -> (Vec<ServerConfig>, Vec<SkippedServer>) {
     skipped.sort_by(|a, b| a.name.cmp(&b.name));
     (servers, skipped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(text: &str, switches: &[(&str, bool)]) -> State {
+        let file = config::parse(text, std::path::Path::new("m.json"), &|_| None).expect("parses");
+        State {
+            file,
+            switches: switches
+                .iter()
+                .map(|(n, on)| ((*n).to_owned(), *on))
+                .collect(),
+            error: None,
+        }
+    }
+
+    const FILE: &str = r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "disabled": true},
+        "c": {"url": "ftp://nope"}}}"#;
+
+    #[test]
+    fn runtime_switches_override_the_file() {
+        let (servers, skipped) = effective(&state(FILE, &[("a", false), ("b", true)]));
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["b"]);
+        let reasons: Vec<(&str, &str)> = skipped
+            .iter()
+            .map(|s| (s.name.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(reasons[0], ("a", "disabled at run time"));
+        assert_eq!(reasons[1].0, "c");
+        assert_eq!(reasons.len(), 2, "b is no longer skipped: {reasons:?}");
+    }
+
+    #[test]
+    fn an_unusable_or_unknown_name_says_why() {
+        let file = state(FILE, &[]).file;
+        assert_eq!(file_says(&file, "b"), Some(false));
+        assert!(unknown(&file, "c").contains("its entry is not usable"));
+        assert!(unknown(&file, "zz").contains("(it has: a, b)"));
+    }
+}

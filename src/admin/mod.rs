@@ -22,7 +22,7 @@ pub use self::control::Control;
 pub use self::server::{AdminSocket, listen};
 pub use self::watch::{ConfigWatch, watch_config};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why an admin request could not be made or served.
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +87,9 @@ impl Running {
         let socket = listen(control.clone())
             .inspect_err(|e| tracing::warn!(target: "codemcp::admin", error = %e, "no admin socket: codemcp list/enable/disable/reload cannot reach this gateway"))
             .ok();
-        let watch = path.path().and_then(|file| {
+        // No directory (the default path, never created): nothing to watch.
+        let watchable = path.path().filter(|f| f.parent().is_some_and(Path::is_dir));
+        let watch = watchable.and_then(|file| {
             watch_config(file, std::sync::Arc::downgrade(&control))
                 .inspect_err(|e| tracing::warn!(target: "codemcp::admin", error = %e, "config changes need codemcp reload"))
                 .ok()

@@ -22,26 +22,30 @@ pub struct ConfigWatch {
 }
 
 /// Reloads `control` whenever `file` is written, created, renamed or removed.
+/// A symlinked file is watched at both ends (a dotfiles checkout).
 ///
 /// # Errors
-/// [`AdminError::Watch`] when the directory cannot be watched.
+/// [`AdminError::Watch`] when no directory could be watched.
 pub fn watch_config(file: &Path, control: Weak<Control>) -> Result<ConfigWatch, AdminError> {
     let failed = |message: String| AdminError::Watch {
         path: file.to_owned(),
         message,
     };
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_owned();
+    let mut targets = vec![file.to_owned()];
+    if let Ok(real) = std::fs::canonicalize(file)
+        && real != file
+    {
+        targets.push(real);
+    }
     let (tx, rx) = mpsc::unbounded_channel();
-    let target = file.to_owned();
+    let wanted = targets.clone();
     let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
         let touched = match result {
-            Ok(events) => events
-                .iter()
-                .any(|e| e.paths.iter().any(|p| same_file(p, &target))),
+            Ok(events) => events.iter().any(|e| {
+                e.paths
+                    .iter()
+                    .any(|p| wanted.iter().any(|t| same_file(p, t)))
+            }),
             Err(errors) => {
                 for e in errors {
                     tracing::warn!(target: "codemcp::admin", error = %e, "config watch error");
@@ -54,9 +58,18 @@ pub fn watch_config(file: &Path, control: Weak<Control>) -> Result<ConfigWatch, 
         }
     })
     .map_err(|e| failed(e.to_string()))?;
-    debouncer
-        .watch(&dir, RecursiveMode::NonRecursive)
-        .map_err(|e| failed(e.to_string()))?;
+    let mut watched = 0;
+    for dir in targets.iter().filter_map(|t| t.parent()) {
+        match debouncer.watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => watched += 1,
+            Err(e) => {
+                tracing::debug!(target: "codemcp::admin", dir = %dir.display(), error = %e, "cannot watch")
+            }
+        }
+    }
+    if watched == 0 {
+        return Err(failed("its directory cannot be watched".into()));
+    }
     tracing::info!(target: "codemcp::admin", path = %file.display(), "watching the config file");
     tokio::spawn(reload_on_save(rx, control, file.to_owned()));
     Ok(ConfigWatch {
