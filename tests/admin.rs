@@ -420,6 +420,17 @@ async fn stale_socket_of_a_dead_gateway_is_ignored() {
     let one = runtime.cli(&["list"]).await;
     assert!(one.ok, "{one}");
 
+    // A normal exit (the client closed stdin) removes the socket too.
+    let (mut closed, _c3) = runtime.bare_gateway(&[]).await;
+    let closed_pid = closed.id().expect("pid");
+    drop(closed.stdin.take());
+    let exited = tokio::time::timeout(Duration::from_secs(30), closed.wait()).await;
+    assert!(exited.is_ok(), "the gateway did not stop when stdin closed");
+    assert!(
+        !runtime.socket(closed_pid).exists(),
+        "socket left after exit"
+    );
+
     // SIGTERM: the gateway removes its socket on the way out.
     let status = std::process::Command::new("kill")
         .args(["-TERM", &work_pid.to_string()])
