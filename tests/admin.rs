@@ -78,6 +78,7 @@ impl Runtime {
             .env("CODEMCP_FALLBACK", "none")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn codemcp");
@@ -319,6 +320,12 @@ async fn a_saved_config_is_reloaded_and_invalid_json_keeps_the_last_good_one() {
     );
     let ran = support::http_exec(&client, "gamma_add_numbers(a=2, b=3)").await;
     assert!(!ran.is_error, "{}", ran.text);
+
+    // A deleted file is no reason to drop every server either.
+    std::fs::remove_file(&config).expect("rm");
+    let gone = runtime.cli(&["reload"]).await;
+    assert!(!gone.ok && gone.stderr.contains("is gone"), "{gone}");
+    assert!(line(&runtime.cli(&["list"]).await.stdout, "gamma").contains("connected"));
 
     // --make-default: the file says it, comments kept, the old file backed up.
     let commented = format!(

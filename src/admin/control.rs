@@ -86,7 +86,15 @@ impl Control {
     /// The file's error (with its line and column), for the user.
     pub async fn reload(&self) -> Result<Reply, String> {
         let mut state = self.state.lock().await;
-        let file = match config::load(&self.path) {
+        let loaded = match self.path.path() {
+            // Between an editor's delete and write, or deleted by mistake:
+            // not a reason to drop every server.
+            Some(path) if state.file.path.is_some() && !path.exists() => {
+                Err(format!("config file {} is gone", path.display()))
+            }
+            _ => config::load(&self.path).map_err(|e| e.to_string()),
+        };
+        let file = match loaded {
             Ok(file) => file,
             Err(e) => {
                 let message = format!("{e}; the gateway keeps its last good config");
