@@ -77,12 +77,14 @@ pub enum Command {
     },
     /// Connect a configured server in a running gateway
     Enable {
+        /// The server's name in the config file
         name: String,
         #[command(flatten)]
         switch: admin::commands::Switch,
     },
     /// Disconnect a server in a running gateway
     Disable {
+        /// The server's name in the config file
         name: String,
         #[command(flatten)]
         switch: admin::commands::Switch,

@@ -5,7 +5,8 @@
 //! that fails its handshake is reported and skipped, never blocking the others,
 //! and one that finishes late joins the SDK then. A server that died is reconnected on the
 //! next call (with backoff), and `tools/list_changed` from any server rebuilds
-//! the SDK and tells our own clients.
+//! the SDK and tells our own clients. `reconfigure` changes the set of
+//! servers while the gateway runs (reloads, `codemcp enable`/`disable`).
 
 mod child;
 mod connection;
