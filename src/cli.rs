@@ -8,6 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::{self, protocol::Request};
 use crate::config::settings::OutputFormat;
 use crate::config::settings::values::Rejected;
 use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
@@ -49,6 +50,9 @@ pub enum Command {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:3388
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
+        /// A name for this gateway in `codemcp instances`, for `-i LABEL`
+        #[arg(long, value_name = "NAME")]
+        label: Option<String>,
     },
     /// Run one snippet against the configured upstreams and print what it returns
     Exec {
@@ -80,6 +84,32 @@ pub enum Command {
         /// Put back the file as it was before install
         #[arg(long)]
         undo: bool,
+    },
+    /// List this user's running gateways (pid, transport, config file, what started it)
+    Instances,
+    /// List the upstream servers of a running gateway
+    List {
+        #[command(flatten)]
+        target: admin::commands::Target,
+    },
+    /// Connect a configured server in a running gateway
+    Enable {
+        /// The server's name in the config file
+        name: String,
+        #[command(flatten)]
+        switch: admin::commands::Switch,
+    },
+    /// Disconnect a server in a running gateway
+    Disable {
+        /// The server's name in the config file
+        name: String,
+        #[command(flatten)]
+        switch: admin::commands::Switch,
+    },
+    /// Make a running gateway read its config file again (saving the file does the same)
+    Reload {
+        #[command(flatten)]
+        target: admin::commands::Target,
     },
 }
 
@@ -132,6 +162,11 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     if let Some(Command::Token { action }) = &cli.command {
         return tokens(action, settings.http.http_tokens.as_deref());
     }
+    if let Some(command) = &cli.command
+        && let Some(done) = running_gateway(command).await
+    {
+        return done;
+    }
     let path = config::resolve_path(cli.config.as_deref());
     match &cli.command {
         Some(Command::Import { from, write }) => {
@@ -155,8 +190,24 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         None | Some(Command::Serve { .. }) => Catalog::start(&upstreams, limits),
         Some(_) => Catalog::connect(&upstreams, limits).await,
     };
-    match cli.command.unwrap_or(Command::Serve { http: None }) {
-        Command::Serve { http: None } => {
+    let wait = settings.upstream.startup_wait;
+    let running = |catalog: &Catalog, transport: String, label: Option<String>| {
+        admin::Running::start(
+            catalog.clone(),
+            &path,
+            upstreams.clone(),
+            wait,
+            transport,
+            label,
+        )
+    };
+    match cli.command.unwrap_or(Command::Serve {
+        http: None,
+        label: None,
+    }) {
+        Command::Serve { http: None, label } => {
+            let admin = running(&catalog, "stdio".to_owned(), label);
+            admin::signals::exit_on_signal(admin.socket_file());
             let executor = exec::build(&settings, Transport::Stdio)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -171,7 +222,11 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             shared.executor.shutdown().await;
             served.map_err(|e| e.to_string())?;
         }
-        Command::Serve { http: Some(addr) } => {
+        Command::Serve {
+            http: Some(addr),
+            label,
+        } => {
+            let _admin = running(&catalog, format!("http {addr}"), label);
             let executor = exec::build(&settings, Transport::Http)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -192,7 +247,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             let shutdown = CancellationToken::new();
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
+                admin::signals::terminated().await;
                 stop.cancel();
             });
             let served = server::serve_http(shared.clone(), addr, access, shutdown).await;
@@ -221,9 +276,35 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("{}", sdk.stub());
         }
         Command::Check => check(&catalog, &settings, &path).await,
-        Command::Token { .. } | Command::Import { .. } | Command::Install { .. } => {}
+        Command::Token { .. }
+        | Command::Import { .. }
+        | Command::Install { .. }
+        | Command::Instances
+        | Command::List { .. }
+        | Command::Enable { .. }
+        | Command::Disable { .. }
+        | Command::Reload { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The commands that act on a running gateway; `None` for the others.
+async fn running_gateway(command: &Command) -> Option<Result<ExitCode, String>> {
+    use admin::commands::send;
+    Some(match command {
+        Command::Instances => admin::commands::instances().await,
+        Command::List { target } => send(target, Request::List).await,
+        Command::Enable { name, switch } => {
+            let (name, make_default) = (name.clone(), switch.make_default);
+            send(&switch.target, Request::Enable { name, make_default }).await
+        }
+        Command::Disable { name, switch } => {
+            let (name, make_default) = (name.clone(), switch.make_default);
+            send(&switch.target, Request::Disable { name, make_default }).await
+        }
+        Command::Reload { target } => send(target, Request::Reload).await,
+        _ => return None,
+    })
 }
 
 async fn exec_once(

@@ -1,6 +1,7 @@
 //! codemcp: a "code mode" MCP gateway. Upstream MCP tools become typed Python
 //! functions; agents call one tool, `execute_python`, with a snippet that uses them.
 
+pub mod admin;
 pub mod audit;
 pub mod cli;
 pub mod clients;

@@ -128,6 +128,10 @@ pub struct UpstreamConfig {
     pub servers: Vec<ServerConfig>,
     /// Entries that were skipped, sorted by name.
     pub skipped: Vec<SkippedServer>,
+    /// Entries the file turns off (`"disabled": true`, opencode's
+    /// `"enabled": false`) that are otherwise usable, sorted by name. They
+    /// are in `skipped` too; `codemcp enable` can turn one on at run time.
+    pub disabled: Vec<ServerConfig>,
 }
 
 /// Who named an explicit config file.
@@ -278,21 +282,31 @@ pub fn parse(
         ..UpstreamConfig::default()
     };
     for entry in raw.entries {
-        match build(&entry, env) {
-            Ok((transport, handshake_timeout)) => config.servers.push(ServerConfig {
-                name: entry.name,
-                transport,
-                handshake_timeout,
-                policy: entry.policy,
-            }),
-            Err(reason) => config.skipped.push(SkippedServer {
-                name: entry.name,
-                reason,
-            }),
+        let built = build(&entry, env).map(|(transport, handshake_timeout)| ServerConfig {
+            name: entry.name.clone(),
+            transport,
+            handshake_timeout,
+            policy: entry.policy.clone(),
+        });
+        let skip = |reason: String| SkippedServer {
+            name: entry.name.clone(),
+            reason,
+        };
+        match (switched_off(&entry), built) {
+            (Err(reason), _) | (Ok(false), Err(reason)) => config.skipped.push(skip(reason)),
+            (Ok(false), Ok(server)) => config.servers.push(server),
+            (Ok(true), Ok(server)) => {
+                config.skipped.push(skip("disabled".to_owned()));
+                config.disabled.push(server);
+            }
+            (Ok(true), Err(reason)) => config.skipped.push(skip(format!(
+                "disabled (and its entry is not usable: {reason})"
+            ))),
         }
     }
     config.servers.sort_by(|a, b| a.name.cmp(&b.name));
     config.skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    config.disabled.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(config)
 }
 
@@ -470,10 +484,19 @@ fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration), String
     Ok((transport, timeout))
 }
 
+/// Whether the entry turns its server off: `"disabled": true`, or
+/// opencode's `"enabled": false`.
+fn switched_off(entry: &RawEntry) -> Result<bool, String> {
+    let Value::Object(fields) = &entry.value else {
+        return Ok(false);
+    };
+    Ok(match entry.dialect {
+        Dialect::Common => bool_field(fields, "disabled")? == Some(true),
+        Dialect::OpenCode => bool_field(fields, "enabled")? == Some(false),
+    })
+}
+
 fn common_entry(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, String> {
-    if bool_field(fields, "disabled")? == Some(true) {
-        return Err("disabled".to_owned());
-    }
     let declared = match str_field(fields, "type")? {
         None => None,
         Some(t) => match t.to_ascii_lowercase().as_str() {
@@ -498,9 +521,6 @@ fn common_entry(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, 
 }
 
 fn opencode_entry(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, String> {
-    if bool_field(fields, "enabled")? == Some(false) {
-        return Err("disabled".to_owned());
-    }
     let declared = match str_field(fields, "type")? {
         None => None,
         Some(t @ "local") => Some((Kind::Local, t)),

@@ -4,6 +4,7 @@
 //! Both are read once at startup. Nothing here touches the network or spawns
 //! anything; the upstream module acts on the [`UpstreamConfig`] it is given.
 
+pub mod edit;
 pub mod file;
 pub mod interpolate;
 mod jsonc;

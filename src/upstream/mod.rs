@@ -5,10 +5,12 @@
 //! that fails its handshake is reported and skipped, never blocking the others,
 //! and one that finishes late joins the SDK then. A server that died is reconnected on the
 //! next call (with backoff), and `tools/list_changed` from any server rebuilds
-//! the SDK and tells our own clients.
+//! the SDK and tells our own clients. `reconfigure` changes the set of
+//! servers while the gateway runs (reloads, `codemcp enable`/`disable`).
 
 mod child;
 mod connection;
+mod reconfigure;
 pub mod resources;
 mod result;
 mod startup;
@@ -30,6 +32,7 @@ use crate::policy::{self, Decision, Overrides};
 use crate::sdk::{Connecting, Sdk};
 use crate::tooldef::ToolDef;
 
+pub use self::reconfigure::Reconfigured;
 pub use self::result::tool_value;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -118,8 +121,12 @@ pub struct Catalog {
 }
 
 struct Inner {
-    upstreams: BTreeMap<String, Upstream>,
-    skipped: Vec<SkippedServer>,
+    /// Changed at run time by [`Catalog::reconfigure`]; calls hold their
+    /// server's `Arc`, so one that was removed finishes on its old connection.
+    upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    skipped: RwLock<Vec<SkippedServer>>,
+    /// One reconfiguration at a time.
+    reconfiguring: AsyncMutex<()>,
     sdk: RwLock<Arc<Sdk>>,
     /// Counts SDK rebuilds, so views built from an older catalog are redone.
     generation: std::sync::atomic::AtomicU64,
@@ -137,6 +144,34 @@ struct Upstream {
     conn: AsyncMutex<Conn>,
     tools: RwLock<Vec<ToolDef>>,
     status: RwLock<ServerStatus>,
+    /// When it joined the catalog (at launch, or by a reload).
+    since: Instant,
+}
+
+impl Upstream {
+    /// A server not connected yet, its first attempt to come.
+    fn new(config: &ServerConfig) -> Self {
+        let status = ServerStatus {
+            name: config.name.clone(),
+            connected: false,
+            connecting: true,
+            tools: 0,
+            handshake_ms: None,
+            error: None,
+        };
+        Self {
+            config: config.clone(),
+            conn: AsyncMutex::new(Conn {
+                client: None,
+                generation: 0,
+                backoff: Backoff::new(),
+                last_error: String::new(),
+            }),
+            tools: RwLock::new(Vec::new()),
+            status: RwLock::new(status),
+            since: Instant::now(),
+        }
+    }
 }
 
 struct Conn {
@@ -178,33 +213,13 @@ impl Catalog {
         let upstreams = config
             .servers
             .iter()
-            .map(|server| {
-                let status = ServerStatus {
-                    name: server.name.clone(),
-                    connected: false,
-                    connecting: true,
-                    tools: 0,
-                    handshake_ms: None,
-                    error: None,
-                };
-                let upstream = Upstream {
-                    config: server.clone(),
-                    conn: AsyncMutex::new(Conn {
-                        client: None,
-                        generation: 0,
-                        backoff: Backoff::new(),
-                        last_error: String::new(),
-                    }),
-                    tools: RwLock::new(Vec::new()),
-                    status: RwLock::new(status),
-                };
-                (server.name.clone(), upstream)
-            })
+            .map(|server| (server.name.clone(), Arc::new(Upstream::new(server))))
             .collect();
         let catalog = Self {
             inner: Arc::new(Inner {
-                upstreams,
-                skipped: config.skipped.clone(),
+                upstreams: RwLock::new(upstreams),
+                skipped: RwLock::new(config.skipped.clone()),
+                reconfiguring: AsyncMutex::new(()),
                 sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
                 generation: std::sync::atomic::AtomicU64::new(0),
                 changed: broadcast::channel(16).0,
@@ -217,8 +232,8 @@ impl Catalog {
         };
         // The SDK already knows which servers are still connecting.
         catalog.inner.rebuild_sdk(false);
-        for name in catalog.inner.upstreams.keys() {
-            tokio::spawn(first_connect(catalog.inner.clone(), name.clone()));
+        for upstream in catalog.inner.all() {
+            tokio::spawn(first_connect(catalog.inner.clone(), upstream));
         }
         tokio::spawn(report_startup(Arc::downgrade(&catalog.inner)));
         tokio::spawn(refresh_on_change(
@@ -270,19 +285,19 @@ impl Catalog {
 
     pub fn statuses(&self) -> Vec<ServerStatus> {
         self.inner
-            .upstreams
-            .values()
+            .all()
+            .iter()
             .map(|u| read(&u.status).clone())
             .collect()
     }
 
-    pub fn skipped(&self) -> &[SkippedServer] {
-        &self.inner.skipped
+    pub fn skipped(&self) -> Vec<SkippedServer> {
+        read(&self.inner.skipped).clone()
     }
 
     /// The policy of `server`'s `tool`; `None` for a tool it does not list.
     pub fn policy(&self, server: &str, tool: &str) -> Option<Decision> {
-        let upstream = self.inner.upstreams.get(server)?;
+        let upstream = self.inner.upstream(server)?;
         let tools = read(&upstream.tools);
         tools.iter().find(|t| t.name == tool).map(|t| t.policy)
     }
@@ -290,12 +305,12 @@ impl Catalog {
     /// Every listed tool with its policy, denied ones too, by server.
     pub fn policies(&self) -> Vec<(String, Vec<(String, Decision)>)> {
         self.inner
-            .upstreams
+            .all()
             .iter()
-            .map(|(name, upstream)| {
+            .map(|upstream| {
                 let tools = read(&upstream.tools);
                 (
-                    name.clone(),
+                    upstream.config.name.clone(),
                     tools.iter().map(|t| (t.name.clone(), t.policy)).collect(),
                 )
             })
@@ -312,11 +327,10 @@ impl Catalog {
     ) -> Result<CallToolResult, UpstreamError> {
         let upstream = self
             .inner
-            .upstreams
-            .get(server)
+            .upstream(server)
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
         let looking = crate::timing::start();
-        let live = self.inner.peer(upstream).await?;
+        let live = self.inner.peer(&upstream).await?;
         crate::timing::since("upstream peer", looking);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let params = crate::telemetry::with_trace_meta(params);
@@ -375,7 +389,7 @@ impl Catalog {
         };
         tracing::warn!(target: "codemcp::upstream", %server, %tool, %reason, "upstream connection lost");
         self.inner
-            .mark_down(upstream, live.generation, &reason)
+            .mark_down(&upstream, live.generation, &reason)
             .await;
         Err(UpstreamError::Lost {
             server: server.to_owned(),
@@ -450,6 +464,15 @@ impl ToolHost for Catalog {
 impl Inner {
     fn current_sdk(&self) -> Arc<Sdk> {
         read(&self.sdk).clone()
+    }
+
+    fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        read(&self.upstreams).get(name).cloned()
+    }
+
+    /// Every server now in the catalog, by name.
+    fn all(&self) -> Vec<Arc<Upstream>> {
+        read(&self.upstreams).values().cloned().collect()
     }
 
     /// A live connection to `upstream`, reconnecting a dead one if its backoff allows.
@@ -545,12 +568,12 @@ impl Inner {
 
     /// The servers whose first connection attempt has not finished.
     fn connecting(&self) -> Vec<Connecting> {
-        self.upstreams
-            .values()
+        self.all()
+            .iter()
             .filter(|u| read(&u.status).connecting)
             .map(|u| Connecting {
                 server: u.config.name.clone(),
-                since: self.startup.launched(),
+                since: u.since,
             })
             .collect()
     }
@@ -571,12 +594,12 @@ impl Inner {
     /// denied tools do not exist for the agent.
     fn build_sdk(&self, decide: impl Fn(&str, &ToolDef) -> Decision) -> Arc<Sdk> {
         let tools: Vec<ToolDef> = self
-            .upstreams
+            .all()
             .iter()
-            .flat_map(|(server, u)| {
+            .flat_map(|u| {
                 let mut tools = read(&u.tools).clone();
                 for tool in &mut tools {
-                    tool.policy = decide(server, tool);
+                    tool.policy = decide(&u.config.name, tool);
                 }
                 tools
             })
@@ -612,11 +635,8 @@ fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision
 /// when it is up; clients are told when they may have listed the tools
 /// without them. A failure only drops it from the servers still connecting,
 /// which no description shows, so nobody is told.
-async fn first_connect(inner: Arc<Inner>, name: String) {
-    let Some(upstream) = inner.upstreams.get(&name) else {
-        return;
-    };
-    let changed = inner.reconnect(upstream).await;
+async fn first_connect(inner: Arc<Inner>, upstream: Arc<Upstream>) {
+    let changed = inner.reconnect(&upstream).await;
     inner.rebuild_sdk(false);
     // Checked after the rebuild: if the wait had not elapsed by then, every
     // list answered (all after the wait) already has these tools.
@@ -643,7 +663,7 @@ async fn report_startup(inner: Weak<Inner>) {
 async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedReceiver<String>) {
     while let Some(server) = changes.recv().await {
         let Some(inner) = inner.upgrade() else { return };
-        let Some(upstream) = inner.upstreams.get(&server) else {
+        let Some(upstream) = inner.upstream(&server) else {
             continue;
         };
         let listed = {
@@ -656,7 +676,7 @@ async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedRecei
         match listed {
             Some(Ok(tools)) => {
                 write(&upstream.status).tools = tools.len();
-                if replace_tools(upstream, tools, inner.policy_default) {
+                if replace_tools(&upstream, tools, inner.policy_default) {
                     inner.rebuild_sdk(true);
                 }
             }

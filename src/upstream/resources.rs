@@ -9,6 +9,7 @@
 //! may gather every server's.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::model::{
     ContentBlock, GetPromptRequestParams, GetPromptResult, PaginatedRequestParams, Prompt,
@@ -71,7 +72,7 @@ impl ResourceError {
 impl Catalog {
     /// The configured servers, by name.
     pub fn server_names(&self) -> Vec<String> {
-        self.inner.upstreams.keys().cloned().collect()
+        self.inner.all().iter().map(|u| u.config.name.clone()).collect()
     }
 
     /// The operator's decision on `method` (one of
@@ -79,7 +80,7 @@ impl Catalog {
     /// rules, else `allow`, since reading resources and prompts changes
     /// nothing. `None` for a server the gateway does not have.
     pub fn resource_policy(&self, server: &str, method: &str) -> Option<Decision> {
-        let upstream = self.inner.upstreams.get(server)?;
+        let upstream = self.inner.upstream(server)?;
         Some(
             upstream
                 .config
@@ -105,7 +106,7 @@ impl Catalog {
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor);
             let sent = live.peer.list_resources(Some(params));
-            let page = self.answer(upstream, &live, "resources/list", sent).await?;
+            let page = self.answer(&upstream, &live, "resources/list", sent).await?;
             items.extend(page.resources);
             cursor = page.next_cursor;
             if cursor.is_none() || items.len() >= MAX_LISTED {
@@ -128,7 +129,7 @@ impl Catalog {
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor);
             let sent = live.peer.list_prompts(Some(params));
-            let page = self.answer(upstream, &live, "prompts/list", sent).await?;
+            let page = self.answer(&upstream, &live, "prompts/list", sent).await?;
             items.extend(page.prompts);
             cursor = page.next_cursor;
             if cursor.is_none() || items.len() >= MAX_LISTED {
@@ -156,7 +157,7 @@ impl Catalog {
                     what: "resources",
                 })?;
         let sent = live.peer.read_resource(ReadResourceRequestParams::new(uri));
-        self.answer(upstream, &live, "resources/read", sent).await
+        self.answer(&upstream, &live, "resources/read", sent).await
     }
 
     /// One prompt of `server`, filled in with `arguments`.
@@ -179,7 +180,7 @@ impl Catalog {
                 })?;
         let params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let sent = live.peer.get_prompt(params);
-        self.answer(upstream, &live, "prompts/get", sent).await
+        self.answer(&upstream, &live, "prompts/get", sent).await
     }
 
     /// `call`, addressed to one server, as the value agent code gets: a
@@ -217,13 +218,12 @@ impl Catalog {
         &self,
         server: &str,
         prompts: bool,
-    ) -> Result<Option<(&Upstream, Live)>, ResourceError> {
+    ) -> Result<Option<(Arc<Upstream>, Live)>, ResourceError> {
         let upstream = self
             .inner
-            .upstreams
-            .get(server)
+            .upstream(server)
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
-        let live = self.inner.peer(upstream).await?;
+        let live = self.inner.peer(&upstream).await?;
         let declared = live.peer.peer_info().is_some_and(|info| {
             let capabilities = &info.capabilities;
             if prompts {

@@ -24,10 +24,6 @@ impl Startup {
         }
     }
 
-    pub(super) fn launched(&self) -> Instant {
-        self.launched
-    }
-
     /// One server's first attempt finished, connected or not.
     pub(super) fn one_done(&self) {
         self.pending.send_modify(|n| *n = n.saturating_sub(1));
