@@ -72,7 +72,11 @@ impl ResourceError {
 impl Catalog {
     /// The configured servers, by name.
     pub fn server_names(&self) -> Vec<String> {
-        self.inner.all().iter().map(|u| u.config.name.clone()).collect()
+        self.inner
+            .all()
+            .iter()
+            .map(|u| u.config.name.clone())
+            .collect()
     }
 
     /// The operator's decision on `method` (one of
@@ -106,7 +110,9 @@ impl Catalog {
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor);
             let sent = live.peer.list_resources(Some(params));
-            let page = self.answer(&upstream, &live, "resources/list", sent).await?;
+            let page = self
+                .answer(&upstream, &live, "resources/list", sent)
+                .await?;
             items.extend(page.resources);
             cursor = page.next_cursor;
             if cursor.is_none() || items.len() >= MAX_LISTED {
