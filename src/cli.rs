@@ -64,6 +64,11 @@ pub enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Log in to remote servers that use OAuth (login NAME, status, logout NAME)
+    Auth {
+        #[command(subcommand)]
+        action: crate::upstream::oauth::AuthAction,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -117,6 +122,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     }
     let path = config::resolve_path(cli.config.as_deref());
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
+    if let Some(Command::Auth { action }) = &cli.command {
+        return crate::upstream::oauth::run_command(action, &upstreams).await;
+    }
     let limits = UpstreamLimits {
         tool_timeout: settings.upstream.tool_timeout,
         max_message: settings.upstream.max_tool_result_bytes,
@@ -195,7 +203,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("{}", sdk.stub());
         }
         Command::Check => check(&catalog, &settings, &path).await,
-        Command::Token { .. } => {}
+        Command::Token { .. } | Command::Auth { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

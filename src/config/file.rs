@@ -33,6 +33,8 @@ use serde_json::{Map, Value};
 
 use self::entry::Entry;
 use self::fields::{bool_field, kind_of, str_field, str_list_field, str_map_field};
+use self::oauth::oauth_field;
+pub use self::oauth::{Grant, OAuthConfig};
 use super::interpolate::{expand_home, interpolate};
 use super::{ConfigError, jsonc};
 use crate::policy::Rules;
@@ -61,6 +63,8 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// How to log in when the server asks for OAuth.
+        oauth: OAuthConfig,
     },
 }
 
@@ -79,10 +83,15 @@ impl fmt::Debug for Transport {
                 .field("env", &Redacted(env))
                 .field("cwd", cwd)
                 .finish(),
-            Transport::Http { url, headers } => f
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &Redacted(headers))
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -598,7 +607,12 @@ fn http(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, String> 
         .into_iter()
         .map(|(name, value)| Ok((name, expand(&value)?)))
         .collect::<Result<BTreeMap<_, _>, String>>()?;
-    Ok(Transport::Http { url, headers })
+    let oauth = oauth_field(fields, &expand)?;
+    Ok(Transport::Http {
+        url,
+        headers,
+        oauth,
+    })
 }
 
 /// The entry's `timeout`. opencode documents milliseconds, but people also
@@ -628,5 +642,6 @@ fn timeout(fields: &Map<String, Value>) -> Result<Option<Duration>, String> {
 
 mod entry;
 mod fields;
+mod oauth;
 #[cfg(test)]
 mod tests;

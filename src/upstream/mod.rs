@@ -9,6 +9,7 @@
 
 mod child;
 mod connection;
+pub mod oauth;
 mod result;
 mod startup;
 
@@ -76,6 +77,10 @@ pub enum UpstreamError {
     },
     #[error("no upstream named '{0}'")]
     UnknownServer(String),
+    /// An OAuth login is missing, expired, or failed (the message says which
+    /// `codemcp auth` command helps).
+    #[error("upstream '{server}': {message}")]
+    Auth { server: String, message: String },
 }
 
 /// Limits on every upstream call.

@@ -99,6 +99,7 @@ fn common_http_server() {
         Transport::Http {
             url: "https://api.githubcopilot.com/mcp/".to_owned(),
             headers: map(&[("Authorization", "Bearer ghp_x")]),
+            oauth: OAuthConfig::default(),
         }
     );
 }
@@ -191,6 +192,10 @@ fn opencode_remote_server() {
         Transport::Http {
             url: "https://api.example.com/mcp".to_owned(),
             headers: map(&[("X-Key", "k")]),
+            oauth: OAuthConfig {
+                disabled: true,
+                ..OAuthConfig::default()
+            },
         }
     );
 }
