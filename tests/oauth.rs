@@ -33,6 +33,10 @@ const PASSING: &[&str] = &[
     "auth/token-endpoint-auth-post",
     "auth/token-endpoint-auth-none",
     "auth/pre-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
 ];
 
@@ -57,7 +61,14 @@ async fn run_scenario(scenario: &str, extra_env: &[(&str, &Path)]) -> (Vec<Value
     let mut command = tokio::process::Command::new(&node);
     command
         .arg(&cli)
-        .args(["client", "--scenario", scenario, "--timeout", "60000", "--command"])
+        .args([
+            "client",
+            "--scenario",
+            scenario,
+            "--timeout",
+            "60000",
+            "--command",
+        ])
         .arg(format!("{} {}", node.display(), client.display()))
         .arg("-o")
         .arg(out.path())
@@ -77,13 +88,23 @@ async fn run_scenario(scenario: &str, extra_env: &[(&str, &Path)]) -> (Vec<Value
         String::from_utf8_lossy(&output.stderr)
     );
     let mut checks = Vec::new();
-    for entry in std::fs::read_dir(out.path()).expect("results").flatten() {
-        if let Ok(body) = std::fs::read_to_string(entry.path().join("checks.json")) {
+    collect_checks(out.path(), &mut checks);
+    (checks, text, output.status.success())
+}
+
+/// The suite names its result directory after the scenario, so `auth/x`
+/// lands in `OUT/auth/x-<time>/checks.json`.
+fn collect_checks(dir: &Path, checks: &mut Vec<Value>) {
+    for entry in std::fs::read_dir(dir).expect("results").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_checks(&path, checks);
+        } else if path.file_name().is_some_and(|n| n == "checks.json") {
+            let body = std::fs::read_to_string(&path).expect("checks.json");
             let parsed: Value = serde_json::from_str(&body).expect("checks.json is JSON");
             checks.extend(parsed.as_array().cloned().unwrap_or_default());
         }
     }
-    (checks, text, output.status.success())
 }
 
 #[tokio::test]
@@ -110,11 +131,15 @@ fn transcript(path: &Path) -> Value {
 }
 
 #[tokio::test]
-async fn an_upstream_that_needs_a_login_is_skipped_until_auth_login_and_logout_forgets_it() {
+async fn an_upstream_that_needs_a_login_is_skipped_until_auth_login_refreshes_itself_and_logout_forgets_it()
+ {
     let dir = tempfile::tempdir().expect("tempdir");
     let record = dir.path().join("transcript.json");
-    let (_, text, exited_ok) =
-        run_scenario("auth/metadata-default", &[("CODEMCP_OAUTH_TRANSCRIPT", &record)]).await;
+    let (_, text, exited_ok) = run_scenario(
+        "auth/metadata-default",
+        &[("CODEMCP_OAUTH_TRANSCRIPT", &record)],
+    )
+    .await;
     assert!(exited_ok, "{text}");
     let steps = transcript(&record);
     let step = |name: &str| steps[name]["out"].as_str().unwrap_or_default().to_owned();
@@ -129,20 +154,42 @@ async fn an_upstream_that_needs_a_login_is_skipped_until_auth_login_and_logout_f
         step("status_before")
     );
     assert_eq!(steps["login"]["code"], 0, "{steps}");
-    assert!(step("login").contains("logged in; token saved in"), "{steps}");
+    assert!(
+        step("login").contains("logged in; token saved in"),
+        "{steps}"
+    );
     assert!(step("exec").contains("test"), "the tool answered: {steps}");
     assert!(
         step("status_after").contains("logged in (access token valid for"),
         "{}",
         step("status_after")
     );
-    let token_file = steps["token_file"].as_str().expect("token file path");
-    assert!(
-        step("logout").contains("logged out"),
-        "{}",
-        step("logout")
+    assert_eq!(steps["refresh_exec"]["code"], 0, "{steps}");
+    let refreshed = &steps["refreshed"];
+    assert_ne!(
+        refreshed["before"], refreshed["after"],
+        "the refreshed token was stored back: {steps}"
     );
-    assert!(!Path::new(token_file).exists(), "logout deleted {token_file}");
+    assert!(
+        refreshed["received_at"].as_u64().unwrap_or(0) > 1,
+        "{steps}"
+    );
+    assert!(
+        step("status_expired").contains("expired; log in again: codemcp auth login conf"),
+        "{}",
+        step("status_expired")
+    );
+    let expired = steps["expired_exec"]["err"].as_str().unwrap_or_default();
+    assert!(
+        expired.contains("log in again: codemcp auth login conf"),
+        "an expired login says what to do:\n{expired}"
+    );
+    let token_file = steps["token_file"].as_str().expect("token file path");
+    assert!(step("logout").contains("logged out"), "{}", step("logout"));
+    assert!(
+        !Path::new(token_file).exists(),
+        "logout deleted {token_file}"
+    );
     assert!(
         step("status_after_logout").contains("needs login"),
         "{}",
@@ -158,9 +205,8 @@ async fn garbage_server() -> String {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let challenge = format!(
-        "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
-    );
+    let challenge =
+        format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"");
     let app = axum::Router::new()
         .route(
             "/mcp",

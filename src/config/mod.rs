@@ -13,8 +13,7 @@ use std::path::PathBuf;
 
 pub use file::{
     ConfigPath, ConfigSource, Grant, OAuthConfig, ServerConfig, SkippedServer, Transport,
-    UpstreamConfig, load, parse,
-    resolve_path,
+    UpstreamConfig, load, parse, resolve_path,
 };
 pub use settings::{
     CpythonSettings, Fallback, HttpSettings, Isolation, MontyPlacement, MontySettings,

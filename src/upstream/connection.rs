@@ -111,9 +111,10 @@ pub async fn connect(
             } => {
                 let http = http_config(&config.name, url, headers, max_message)?;
                 // A configured Authorization header wins over OAuth.
-                let oauth_client = match http.auth_header {
-                    Some(_) => None,
-                    None => super::oauth::authorized_client(&config.name, url, oauth)
+                let static_auth = http.auth_header.is_some();
+                let oauth_client = match static_auth {
+                    true => None,
+                    false => super::oauth::authorized_client(&config.name, url, oauth)
                         .await
                         .map_err(|e| login_error(config, &e))?,
                 };
@@ -123,20 +124,17 @@ pub async fn connect(
                         handler.serve(transport).await
                     }
                     None => {
-                        let static_auth = http.auth_header.is_some();
-                        let served = handler
-                            .serve(StreamableHttpClientTransport::from_config(http))
-                            .await;
-                        if served.is_err()
-                            && !static_auth
-                            && let Some(e) =
-                                super::oauth::needs_login(&config.name, url, oauth).await
-                        {
-                            return Err(login_error(config, &e));
-                        }
-                        served
+                        let transport = StreamableHttpClientTransport::from_config(http);
+                        handler.serve(transport).await
                     }
                 };
+                // Turned away for want of a (new) login: say which command helps.
+                if served.is_err()
+                    && !static_auth
+                    && let Some(e) = super::oauth::needs_login(&config.name, url, oauth).await
+                {
+                    return Err(login_error(config, &e));
+                }
                 Ok(Client {
                     service: served.map_err(|e| handshake(config, e))?,
                     liveness: None,

@@ -79,7 +79,8 @@ pub enum UpstreamError {
     UnknownServer(String),
     /// An OAuth login is missing, expired, or failed (the message says which
     /// `codemcp auth` command helps).
-    #[error("upstream '{server}': {message}")]
+    /// `message` starts with the quoted server name.
+    #[error("upstream {message}")]
     Auth { server: String, message: String },
 }
 

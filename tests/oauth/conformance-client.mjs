@@ -8,7 +8,7 @@
 // callback), then runs `codemcp exec` to call the server's tool with the
 // stored token. CODEMCP_BIN names the binary.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -35,16 +35,18 @@ function run(args, onStderrLine) {
   return new Promise((resolve) => {
     const child = spawn(bin, ["--config", config, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
+    let err = "";
     let pending = "";
     child.stdout.on("data", (d) => { out += d; process.stderr.write(d); });
     child.stderr.on("data", (d) => {
       process.stderr.write(d);
+      err += d;
       pending += d;
       const lines = pending.split("\n");
       pending = lines.pop();
       for (const line of lines) onStderrLine?.(line);
     });
-    child.on("close", (code) => resolve({ code, out }));
+    child.on("close", (code) => resolve({ code, out, err }));
   });
 }
 
@@ -76,7 +78,23 @@ const exec = await run(["exec", "print(conf_test_tool())"]);
 steps.exec = exec;
 if (record) {
   steps.token_file = login.out.match(/token saved in (\S+)/)?.[1];
+  // An access token past its expiry with a refresh token: rmcp refreshes it
+  // and the new token must land in the file.
+  const edit = (change) => {
+    const file = JSON.parse(readFileSync(steps.token_file, "utf8"));
+    change(file.credentials);
+    writeFileSync(steps.token_file, JSON.stringify(file));
+  };
+  const token = () => JSON.parse(readFileSync(steps.token_file, "utf8")).credentials;
+  edit((c) => { c.token_received_at = 1; c.token_response.refresh_token = "refresh-before"; });
+  const before = token().token_response.access_token;
+  steps.refresh_exec = await run(["exec", "print(conf_test_tool())"]);
+  steps.refreshed = { before, after: token().token_response.access_token, received_at: token().token_received_at };
   steps.status_after = await run(["auth", "status"]);
+  // Expired with nothing to refresh it: the upstream is skipped with "log in again".
+  edit((c) => { c.token_received_at = 1; delete c.token_response.refresh_token; });
+  steps.status_expired = await run(["auth", "status"]);
+  steps.expired_exec = await run(["exec", "print(conf_test_tool())"]);
   steps.logout = await run(["auth", "logout", "conf"]);
   steps.status_after_logout = await run(["auth", "status"]);
   writeFileSync(record, JSON.stringify(steps, null, 2));

@@ -162,6 +162,8 @@ mod tests {
     use super::*;
 
     async fn get(url: &str) -> (u16, String) {
+        // reqwest is built without a TLS provider; main() installs ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let response = reqwest::get(url).await.expect("listener answers");
         let status = response.status().as_u16();
         (status, response.text().await.expect("body"))

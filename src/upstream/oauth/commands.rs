@@ -49,10 +49,7 @@ pub async fn run_command(action: &AuthAction, config: &UpstreamConfig) -> Result
             let (url, _) = remote(config, name)?;
             let store = TokenStore::new(name, url);
             if store.remove().map_err(|e| e.to_string())? {
-                println!(
-                    "'{name}': logged out ({} deleted)",
-                    store.path().display()
-                );
+                println!("'{name}': logged out ({} deleted)", store.path().display());
             } else {
                 println!("'{name}': was not logged in");
             }
@@ -80,7 +77,10 @@ pub async fn run_command(action: &AuthAction, config: &UpstreamConfig) -> Result
 }
 
 /// The URL and OAuth settings of remote server `name`.
-fn remote<'a>(config: &'a UpstreamConfig, name: &str) -> Result<(&'a str, &'a OAuthConfig), String> {
+fn remote<'a>(
+    config: &'a UpstreamConfig,
+    name: &str,
+) -> Result<(&'a str, &'a OAuthConfig), String> {
     if let Some(server) = config.servers.iter().find(|s| s.name == name) {
         return match &server.transport {
             Transport::Http { url, oauth, .. } => Ok((url, oauth)),
@@ -151,7 +151,9 @@ fn saved_login(name: &str, file: &super::TokenFile, grant: Grant) -> String {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let left = match (token.expires_in(), credentials.token_received_at) {
-        (Some(lifetime), Some(at)) => Some(lifetime.as_secs().saturating_add(at).saturating_sub(now)),
+        (Some(lifetime), Some(at)) => {
+            Some(lifetime.as_secs().saturating_add(at).saturating_sub(now))
+        }
         _ => None,
     };
     let refreshes = token.refresh_token().is_some();
@@ -167,11 +169,7 @@ fn saved_login(name: &str, file: &super::TokenFile, grant: Grant) -> String {
         Some(secs) => format!(
             "logged in (access token valid for {}{})",
             humantime::format_duration(Duration::from_secs(secs)),
-            if refreshes {
-                "; refreshes itself"
-            } else {
-                ""
-            }
+            if refreshes { "; refreshes itself" } else { "" }
         ),
     }
 }

@@ -65,7 +65,10 @@ async fn authorization_code(
     store: &TokenStore,
     options: LoginOptions,
 ) -> Result<(), OAuthError> {
-    let challenge = match probe(url).await.map_err(|e| OAuthError::server(server, e))? {
+    let challenge = match probe(url)
+        .await
+        .map_err(|e| OAuthError::server(server, e))?
+    {
         Probe::NeedsLogin { challenge } => challenge,
         Probe::NoLogin { status } => {
             return Err(OAuthError::server(
@@ -129,7 +132,9 @@ async fn authorization_code(
                 .find(|(k, _)| k == "state")
                 .map(|(_, v)| v.into_owned())
         })
-        .ok_or_else(|| OAuthError::server(server, "rmcp built an authorization URL without state"))?;
+        .ok_or_else(|| {
+            OAuthError::server(server, "rmcp built an authorization URL without state")
+        })?;
     state.expect(&sent_state);
     tell_user(server, &auth_url, &redirect_uri, options);
     let redirect = tokio::time::timeout(options.timeout, listener.wait())

@@ -30,7 +30,7 @@ pub enum OAuthError {
     Auth {
         server: String,
         #[source]
-        source: AuthError,
+        source: Box<AuthError>,
     },
     #[error("'{server}': {message}")]
     Server { server: String, message: String },
@@ -49,7 +49,7 @@ pub enum OAuthError {
 fn needs_login_text(server: &str, again: bool) -> String {
     if again {
         format!(
-            "the saved OAuth login for '{server}' is no longer accepted (expired or revoked); \
+            "'{server}': its saved OAuth login is no longer accepted (expired or revoked); \
              log in again: codemcp auth login {server}"
         )
     } else {
@@ -68,7 +68,7 @@ impl OAuthError {
             }
             source => Self::Auth {
                 server: server.to_owned(),
-                source,
+                source: Box::new(source),
             },
         }
     }
@@ -148,7 +148,8 @@ async fn stored_login(
     ) {
         manager
             .configure_client(
-                OAuthClientConfig::new(credentials.client_id.clone(), url).with_client_secret(secret),
+                OAuthClientConfig::new(credentials.client_id.clone(), url)
+                    .with_client_secret(secret),
             )
             .map_err(OAuthError::auth(server))?;
     }

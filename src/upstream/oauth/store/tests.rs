@@ -38,10 +38,16 @@ async fn tokens_are_saved_0600_in_a_0700_directory_and_logout_deletes_them() {
     let file = store.read().expect("reads").expect("some");
     assert_eq!(file.client_secret.as_deref(), Some("dcr-secret"));
     let text = fs::read_to_string(store.path()).expect("text");
-    assert!(text.contains("access-2") && !text.contains("access-1"), "{text}");
+    assert!(
+        text.contains("access-2") && !text.contains("access-1"),
+        "{text}"
+    );
     assert!(store.remove().expect("logout"), "a file was deleted");
     assert!(!store.path().exists());
-    assert!(!store.remove().expect("second logout"), "nothing left to delete");
+    assert!(
+        !store.remove().expect("second logout"),
+        "nothing left to delete"
+    );
 }
 
 #[test]
@@ -71,15 +77,29 @@ async fn a_token_file_that_is_a_symlink_or_someone_elses_is_refused() {
     let elsewhere = dir.path().join("planted.json");
     fs::write(&elsewhere, "{}").expect("write");
     std::os::unix::fs::symlink(&elsewhere, store.path()).expect("symlink");
-    let refused = store.read().err().expect("a symlink is refused").to_string();
-    assert!(refused.contains("not a regular file owned by you"), "{refused}");
-    assert!(store.load().await.is_err(), "rmcp sees a store error, not 'no login'");
+    let refused = store
+        .read()
+        .err()
+        .expect("a symlink is refused")
+        .to_string();
+    assert!(
+        refused.contains("not a regular file owned by you"),
+        "{refused}"
+    );
+    assert!(
+        store.load().await.is_err(),
+        "rmcp sees a store error, not 'no login'"
+    );
     fs::remove_file(store.path()).expect("unlink");
     // Another owner: only root can hand a file to someone else.
     if nix::unistd::geteuid().is_root() {
         store.save(credentials("a")).await.expect("saves");
         nix_chown(store.path(), 65534);
-        let refused = store.read().err().expect("foreign file refused").to_string();
+        let refused = store
+            .read()
+            .err()
+            .expect("foreign file refused")
+            .to_string();
         assert!(refused.contains("owner uid 65534"), "{refused}");
     }
 }
