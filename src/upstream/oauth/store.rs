@@ -9,7 +9,10 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use oauth2::TokenResponse;
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -173,6 +176,7 @@ impl TokenStore {
 
     /// Deletes the file; whether there was one.
     pub fn remove(&self) -> Result<bool, OAuthError> {
+        let _ = fs::remove_file(self.path.with_extension("lock"));
         match fs::remove_file(&self.path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -231,19 +235,55 @@ impl CredentialStore for TokenStore {
     }
 
     /// Keeps the client registration but drops the dead tokens, so status
-    /// and the gateway say "log in again" instead of retrying them.
+    /// and the gateway say "log in again" instead of retrying them. Tokens
+    /// another process saved meanwhile are left alone.
     async fn on_refresh_token_rejected(
         &self,
-        _credentials: &StoredCredentials,
+        rejected: &StoredCredentials,
     ) -> Result<(), AuthError> {
+        let access = |c: &StoredCredentials| {
+            c.token_response
+                .as_ref()
+                .map(|t| t.access_token().secret().clone())
+        };
+        let dead = access(rejected);
         self.update(|file| {
-            if let Some(credentials) = file.credentials.as_mut() {
+            if let Some(credentials) = file.credentials.as_mut()
+                && access(credentials) == dead
+            {
                 credentials.token_response = None;
+                file.refresh_rejected = true;
             }
-            file.refresh_rejected = true;
         })
         .await
         .map_err(store_error)
+    }
+
+    /// An exclusive lock on `<file>.lock` held across rmcp's load, refresh
+    /// and save, so gateways sharing a login (one per MCP client) do not both
+    /// spend the same rotating refresh token.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.with_extension("lock");
+        let locked = tokio::task::spawn_blocking(move || -> io::Result<fs::File> {
+            if let Some(dir) = path.parent() {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)?;
+            }
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)?;
+            file.lock()?;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+        .map_err(|e| AuthError::CredentialStoreError(format!("cannot lock the token file: {e}")))?;
+        Ok(Some(CredentialRefreshGuard::new(locked)))
     }
 }
 

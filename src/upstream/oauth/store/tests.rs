@@ -137,3 +137,40 @@ fn a_garbled_token_file_is_a_clear_error() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn two_gateways_sharing_a_login_refresh_one_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = "https://mcp.example.com/mcp";
+    // Two stores on one file, as two gateway processes have.
+    let first = TokenStore::in_dir(dir.path(), "remote", url);
+    let second = TokenStore::in_dir(dir.path(), "remote", url);
+    let held = first.acquire_refresh_guard().await.expect("locks");
+    let waiting = tokio::spawn(async move { second.acquire_refresh_guard().await.is_ok() });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the second refresh waits for the first"
+    );
+    drop(held);
+    let got = tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+        .await
+        .expect("the second refresh goes on once the first is done")
+        .expect("task");
+    assert!(got);
+}
+
+#[tokio::test]
+async fn a_rejection_does_not_drop_tokens_another_process_saved_since() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = TokenStore::in_dir(dir.path(), "remote", "https://mcp.example.com/mcp");
+    let old = credentials("old");
+    store.save(credentials("new")).await.expect("saves");
+    store
+        .on_refresh_token_rejected(&old)
+        .await
+        .expect("handled");
+    let file = store.read().expect("reads").expect("some");
+    assert!(!file.refresh_rejected);
+    assert!(file.credentials.and_then(|c| c.token_response).is_some());
+}
