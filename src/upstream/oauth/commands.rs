@@ -83,6 +83,9 @@ fn remote<'a>(
 ) -> Result<(&'a str, &'a OAuthConfig), String> {
     if let Some(server) = config.servers.iter().find(|s| s.name == name) {
         return match &server.transport {
+            Transport::Http { headers, .. } if has_authorization(headers) => Err(format!(
+                "'{name}' sends the Authorization header in its entry, so OAuth is not used for it"
+            )),
             Transport::Http { url, oauth, .. } => Ok((url, oauth)),
             Transport::Stdio { .. } => Err(format!(
                 "'{name}' is a local (stdio) server; only remote (http) servers log in"
@@ -109,10 +112,7 @@ async fn status(
     if oauth.disabled {
         return "not OAuth (\"oauth\": false)".to_owned();
     }
-    if headers
-        .keys()
-        .any(|h| h.eq_ignore_ascii_case("authorization"))
-    {
+    if has_authorization(headers) {
         return "not OAuth (sends its configured Authorization header)".to_owned();
     }
     let store = TokenStore::new(name, url);
@@ -172,4 +172,10 @@ fn saved_login(name: &str, file: &super::TokenFile, grant: Grant) -> String {
             if refreshes { "; refreshes itself" } else { "" }
         ),
     }
+}
+
+fn has_authorization(headers: &std::collections::BTreeMap<String, String>) -> bool {
+    headers
+        .keys()
+        .any(|h| h.eq_ignore_ascii_case("authorization"))
 }
