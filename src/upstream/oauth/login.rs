@@ -65,6 +65,34 @@ async fn authorization_code(
     store: &TokenStore,
     options: LoginOptions,
 ) -> Result<(), OAuthError> {
+    let (mut manager, supports_cimd) = discover(server, url, store).await?;
+    let (listener, state) = Listener::bind().await?;
+    let redirect_uri = listener.redirect_uri();
+    let (request, issued_secret) =
+        client_request(server, &mut manager, oauth, &redirect_uri, supports_cimd).await?;
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| OAuthError::auth(server)(e))?;
+    let auth_url = session.get_authorization_url().to_owned();
+    state.expect(&state_of(server, &auth_url)?);
+    tell_user(server, &auth_url, &redirect_uri, options);
+    let callback_url = wait_for_redirect(server, listener, options.timeout).await?;
+    // Exchanges the code (checking state and issuer); rmcp saves the tokens
+    // through the store.
+    session
+        .handle_callback_url(&callback_url)
+        .await
+        .map_err(OAuthError::auth(server))?;
+    store.set_client_secret(issued_secret).await
+}
+
+/// Asks the server for its challenge and follows it to the authorization
+/// server's metadata; also says whether client ID metadata documents work.
+async fn discover(
+    server: &str,
+    url: &str,
+    store: &TokenStore,
+) -> Result<(AuthorizationManager, bool), OAuthError> {
     let challenge = match probe(url)
         .await
         .map_err(|e| OAuthError::server(server, e))?
@@ -79,8 +107,9 @@ async fn authorization_code(
             ));
         }
     };
-    let to_error = OAuthError::auth(server);
-    let mut manager = AuthorizationManager::new(url).await.map_err(to_error)?;
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(OAuthError::auth(server))?;
     manager.set_credential_store(store.clone());
     let metadata = manager
         .resolve_metadata_from_challenge(Some(&challenge))
@@ -93,80 +122,85 @@ async fn authorization_code(
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
     manager.set_metadata(metadata);
-    let (listener, state) = Listener::bind().await?;
-    let redirect_uri = listener.redirect_uri();
-    let mut request = AuthorizationRequest::new(&redirect_uri).with_client_name(CLIENT_NAME);
+    Ok((manager, supports_cimd))
+}
+
+/// The request naming which client logs in, in the spec's order: a
+/// pre-registered client, then a client ID metadata document where the
+/// server takes one, then dynamic registration. Also returns a secret the
+/// registration issued.
+async fn client_request(
+    server: &str,
+    manager: &mut AuthorizationManager,
+    oauth: &OAuthConfig,
+    redirect_uri: &str,
+    supports_cimd: bool,
+) -> Result<(AuthorizationRequest, Option<String>), OAuthError> {
+    let mut request = AuthorizationRequest::new(redirect_uri).with_client_name(CLIENT_NAME);
     request = if oauth.scopes.is_empty() {
         request.with_initial_scope_selection()
     } else {
         request.with_scopes(oauth.scopes.iter())
     };
-    let mut issued_secret = None;
-    // The spec's order: a pre-registered client, then a client ID metadata
-    // document where the server takes one, then dynamic registration.
     if let Some(client_id) = &oauth.client_id {
         request = request.with_preregistered_client(client_id);
         if let Some(secret) = &oauth.client_secret {
             request = request.with_client_secret(secret);
         }
-    } else if let Some(document) = oauth.client_metadata_url.as_ref().filter(|_| supports_cimd) {
-        request = request.with_client_metadata_url(document);
-    } else {
-        // Registered here rather than inside rmcp so that a secret the server
-        // issues is kept for refreshing later.
-        let (client_id, secret) = register(server, &mut manager, oauth, &redirect_uri).await?;
-        request = request.with_preregistered_client(client_id);
-        if let Some(secret) = &secret {
-            request = request.with_client_secret(secret);
-        }
-        issued_secret = secret;
+        return Ok((request, None));
     }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, e)| OAuthError::auth(server)(e))?;
-    let auth_url = session.get_authorization_url().to_owned();
-    let sent_state = url::Url::parse(&auth_url)
+    if let Some(document) = oauth.client_metadata_url.as_ref().filter(|_| supports_cimd) {
+        return Ok((request.with_client_metadata_url(document), None));
+    }
+    // Registered here rather than inside rmcp so that a secret the server
+    // issues is kept for refreshing later.
+    let (client_id, secret) = register(server, manager, oauth, redirect_uri).await?;
+    request = request.with_preregistered_client(client_id);
+    if let Some(secret) = &secret {
+        request = request.with_client_secret(secret);
+    }
+    Ok((request, secret))
+}
+
+/// The `state` rmcp put in the authorization URL (fresh and random).
+fn state_of(server: &str, auth_url: &str) -> Result<String, OAuthError> {
+    url::Url::parse(auth_url)
         .ok()
         .and_then(|u| {
             u.query_pairs()
                 .find(|(k, _)| k == "state")
                 .map(|(_, v)| v.into_owned())
         })
-        .ok_or_else(|| {
-            OAuthError::server(server, "rmcp built an authorization URL without state")
-        })?;
-    state.expect(&sent_state);
-    tell_user(server, &auth_url, &redirect_uri, options);
-    let redirect = tokio::time::timeout(options.timeout, listener.wait())
+        .ok_or_else(|| OAuthError::server(server, "rmcp built an authorization URL without state"))
+}
+
+/// The callback URL the browser came back with, or why it did not.
+async fn wait_for_redirect(
+    server: &str,
+    listener: Listener,
+    timeout: Duration,
+) -> Result<String, OAuthError> {
+    let redirect = tokio::time::timeout(timeout, listener.wait())
         .await
         .map_err(|_| {
             OAuthError::server(
                 server,
                 format!(
                     "no login came back within {} s; run the command again",
-                    options.timeout.as_secs()
+                    timeout.as_secs()
                 ),
             )
         })??;
-    let callback_url = match redirect {
-        Redirect::Approved { url } => url,
-        Redirect::Refused { error, description } => {
-            return Err(OAuthError::server(
-                server,
-                format!(
-                    "the authorization server refused the login: {error}{}",
-                    description.map(|d| format!(" ({d})")).unwrap_or_default()
-                ),
-            ));
-        }
-    };
-    // Exchanges the code (checking state and issuer); rmcp saves the tokens
-    // through the store.
-    session
-        .handle_callback_url(&callback_url)
-        .await
-        .map_err(OAuthError::auth(server))?;
-    store.set_client_secret(issued_secret).await
+    match redirect {
+        Redirect::Approved { url } => Ok(url),
+        Redirect::Refused { error, description } => Err(OAuthError::server(
+            server,
+            format!(
+                "the authorization server refused the login: {error}{}",
+                description.map(|d| format!(" ({d})")).unwrap_or_default()
+            ),
+        )),
+    }
 }
 
 async fn register(
