@@ -263,3 +263,115 @@ async fn an_authorization_server_that_returns_garbage_gets_a_clear_error() {
         "nothing was stored"
     );
 }
+
+/// A protected server whose authorization server refuses every refresh
+/// token (`invalid_grant`), as one does once a refresh token expired or was
+/// revoked. Returns the MCP URL and the issuer.
+async fn refusing_server() -> (String, String) {
+    use axum::Json;
+    use axum::http::{StatusCode, header};
+    use axum::routing::{get, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let prm = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let challenge = format!("Bearer resource_metadata=\"{prm}\"");
+    let resource =
+        serde_json::json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]});
+    let metadata = serde_json::json!({
+        "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"), "response_types_supported": ["code"],
+        "code_challenge_methods_supported": ["S256"]
+    });
+    let app = axum::Router::new()
+        .route(
+            "/mcp",
+            post(move || {
+                let challenge = challenge.clone();
+                async move { (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]) }
+            }),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(move || async move { Json(resource) }),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(move || async move { Json(metadata) }),
+        )
+        .route(
+            "/token",
+            post(|| async {
+                (
+                    StatusCode::BAD_REQUEST,
+                    Json(serde_json::json!({"error": "invalid_grant", "error_description": "refresh token expired"})),
+                )
+            }),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("{base}/mcp"), base)
+}
+
+#[tokio::test]
+async fn an_expired_refresh_token_asks_to_log_in_again() {
+    use codemcp::upstream::oauth::TokenStore;
+    use rmcp::transport::auth::{CredentialStore, StoredCredentials};
+    let (url, issuer) = refusing_server().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let store = TokenStore::in_dir(&data.join("codemcp/oauth"), "r", &url);
+    // A login whose access token ran out long ago.
+    let token = serde_json::from_value(serde_json::json!({
+        "access_token": "stale", "token_type": "Bearer", "expires_in": 3600,
+        "refresh_token": "expired-refresh"
+    }))
+    .expect("token");
+    let saved = StoredCredentials::new("client-1".into(), Some(token), vec![], Some(1))
+        .with_issuer(Some(issuer));
+    store.save(saved).await.expect("saved");
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"r": {"url": url, "timeout": 20}}}).to_string(),
+    )
+    .expect("config");
+    let codemcp = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(support::bin());
+        command
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_DATA_HOME", &data)
+            .env("CODEMCP_LOG", "warn")
+            .kill_on_drop(true);
+        command
+    };
+    let checked = tokio::time::timeout(Duration::from_secs(60), codemcp(&["check"]).output())
+        .await
+        .expect("check finishes")
+        .expect("runs");
+    let out = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        out.contains("log in again: codemcp auth login r"),
+        "check says what to do:\n{out}\n{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let file = store.read().expect("reads").expect("kept");
+    assert!(file.refresh_rejected, "the refusal is recorded");
+    assert_eq!(
+        file.credentials.map(|c| c.client_id).as_deref(),
+        Some("client-1"),
+        "the client registration is kept for the next login"
+    );
+    let status = codemcp(&["auth", "status"]).output().await.expect("status");
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(
+            "expired (the refresh token was refused); log in again: codemcp auth login r"
+        ),
+        "{status}"
+    );
+}
