@@ -63,8 +63,6 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
-        /// How to log in when the server asks for OAuth.
-        oauth: OAuthConfig,
     },
 }
 
@@ -83,15 +81,10 @@ impl fmt::Debug for Transport {
                 .field("env", &Redacted(env))
                 .field("cwd", cwd)
                 .finish(),
-            Transport::Http {
-                url,
-                headers,
-                oauth,
-            } => f
+            Transport::Http { url, headers } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &Redacted(headers))
-                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -117,6 +110,9 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// The entry's `"policy"`: what agent code may do with each tool.
     pub policy: Rules,
+    /// The entry's `"oauth"`: how to log in to a remote server that asks for
+    /// it (default for stdio servers, which never do).
+    pub oauth: OAuthConfig,
 }
 
 /// A server entry that is in the file but will not be connected to.
@@ -286,11 +282,12 @@ pub fn parse(
     };
     for entry in raw.entries {
         match build(&entry, env) {
-            Ok((transport, handshake_timeout)) => config.servers.push(ServerConfig {
+            Ok((transport, handshake_timeout, oauth)) => config.servers.push(ServerConfig {
                 name: entry.name,
                 transport,
                 handshake_timeout,
                 policy: entry.policy,
+                oauth,
             }),
             Err(reason) => config.skipped.push(SkippedServer {
                 name: entry.name,
@@ -459,7 +456,7 @@ enum Kind {
     Remote,
 }
 
-fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration), String> {
+fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration, OAuthConfig), String> {
     if entry.name.trim().is_empty() {
         return Err("the server name is empty".to_owned());
     }
@@ -474,7 +471,13 @@ fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration), String
         Dialect::OpenCode => opencode_entry(fields, env)?,
     };
     let timeout = timeout(fields)?.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
-    Ok((transport, timeout))
+    let oauth = match transport {
+        Transport::Http { .. } => oauth_field(fields, &|text| {
+            interpolate(text, env).map_err(|e| e.to_string())
+        })?,
+        Transport::Stdio { .. } => OAuthConfig::default(),
+    };
+    Ok((transport, timeout, oauth))
 }
 
 fn common_entry(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, String> {
@@ -607,12 +610,7 @@ fn http(fields: &Map<String, Value>, env: Env<'_>) -> Result<Transport, String> 
         .into_iter()
         .map(|(name, value)| Ok((name, expand(&value)?)))
         .collect::<Result<BTreeMap<_, _>, String>>()?;
-    let oauth = oauth_field(fields, &expand)?;
-    Ok(Transport::Http {
-        url,
-        headers,
-        oauth,
-    })
+    Ok(Transport::Http { url, headers })
 }
 
 /// The entry's `timeout`. opencode documents milliseconds, but people also

@@ -104,11 +104,8 @@ pub async fn connect(
                     liveness: Some(liveness),
                 })
             }
-            Transport::Http {
-                url,
-                headers,
-                oauth,
-            } => {
+            Transport::Http { url, headers } => {
+                let oauth = &config.oauth;
                 let http = http_config(&config.name, url, headers, max_message)?;
                 // A configured Authorization header wins over OAuth.
                 let static_auth = http.auth_header.is_some();

@@ -99,7 +99,6 @@ fn common_http_server() {
         Transport::Http {
             url: "https://api.githubcopilot.com/mcp/".to_owned(),
             headers: map(&[("Authorization", "Bearer ghp_x")]),
-            oauth: OAuthConfig::default(),
         }
     );
 }
@@ -192,12 +191,9 @@ fn opencode_remote_server() {
         Transport::Http {
             url: "https://api.example.com/mcp".to_owned(),
             headers: map(&[("X-Key", "k")]),
-            oauth: OAuthConfig {
-                disabled: true,
-                ..OAuthConfig::default()
-            },
         }
     );
+    assert!(server.oauth.disabled, "opencode's \"oauth\": false");
 }
 
 #[test]
@@ -665,9 +661,7 @@ fn http_server_oauth_settings() {
             "clientId": "id-1", "clientSecret": "${GITHUB_TOKEN}", "scopes": ["a"], "scope": "b c",
             "clientMetadataUrl": "https://me.example/client.json", "grant": "client_credentials"}}}}"#,
     );
-    let Transport::Http { oauth, .. } = server.transport else {
-        panic!("an http server");
-    };
+    let oauth = server.oauth;
     assert_eq!(oauth.client_id.as_deref(), Some("id-1"));
     assert_eq!(oauth.client_secret.as_deref(), Some("ghp_x"), "expanded");
     assert_eq!(oauth.scopes, ["a", "b", "c"]);

@@ -57,14 +57,9 @@ pub async fn run_command(action: &AuthAction, config: &UpstreamConfig) -> Result
         AuthAction::Status => {
             let mut any = false;
             for server in &config.servers {
-                if let Transport::Http {
-                    url,
-                    headers,
-                    oauth,
-                } = &server.transport
-                {
+                if let Transport::Http { url, headers } = &server.transport {
                     any = true;
-                    let state = status(&server.name, url, headers, oauth).await;
+                    let state = status(&server.name, url, headers, &server.oauth).await;
                     println!("  {:<20} {state}", server.name);
                 }
             }
@@ -86,7 +81,7 @@ fn remote<'a>(
             Transport::Http { headers, .. } if has_authorization(headers) => Err(format!(
                 "'{name}' sends the Authorization header in its entry, so OAuth is not used for it"
             )),
-            Transport::Http { url, oauth, .. } => Ok((url, oauth)),
+            Transport::Http { url, .. } => Ok((url, &server.oauth)),
             Transport::Stdio { .. } => Err(format!(
                 "'{name}' is a local (stdio) server; only remote (http) servers log in"
             )),
