@@ -111,6 +111,11 @@ pub enum Command {
         #[command(flatten)]
         target: admin::commands::Target,
     },
+    /// Log in to remote servers that use OAuth (login NAME, status, logout NAME)
+    Auth {
+        #[command(subcommand)]
+        action: crate::upstream::oauth::AuthAction,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -178,6 +183,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         _ => {}
     }
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
+    if let Some(Command::Auth { action }) = &cli.command {
+        return crate::upstream::oauth::run_command(action, &upstreams).await;
+    }
     let limits = UpstreamLimits {
         tool_timeout: settings.upstream.tool_timeout,
         max_message: settings.upstream.max_tool_result_bytes,
@@ -283,7 +291,8 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         | Command::List { .. }
         | Command::Enable { .. }
         | Command::Disable { .. }
-        | Command::Reload { .. } => {}
+        | Command::Reload { .. }
+        | Command::Auth { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -33,6 +33,8 @@ use serde_json::{Map, Value};
 
 use self::entry::Entry;
 use self::fields::{bool_field, kind_of, str_field, str_list_field, str_map_field};
+use self::oauth::oauth_field;
+pub use self::oauth::{Grant, OAuthConfig};
 use super::interpolate::{expand_home, interpolate};
 use super::{ConfigError, jsonc};
 use crate::policy::Rules;
@@ -108,6 +110,9 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// The entry's `"policy"`: what agent code may do with each tool.
     pub policy: Rules,
+    /// The entry's `"oauth"`: how to log in to a remote server that asks for
+    /// it (default for stdio servers, which never do).
+    pub oauth: OAuthConfig,
 }
 
 /// A server entry that is in the file but will not be connected to.
@@ -282,11 +287,12 @@ pub fn parse(
         ..UpstreamConfig::default()
     };
     for entry in raw.entries {
-        let built = build(&entry, env).map(|(transport, handshake_timeout)| ServerConfig {
+        let built = build(&entry, env).map(|(transport, handshake_timeout, oauth)| ServerConfig {
             name: entry.name.clone(),
             transport,
             handshake_timeout,
             policy: entry.policy.clone(),
+            oauth,
         });
         let skip = |reason: String| SkippedServer {
             name: entry.name.clone(),
@@ -466,7 +472,7 @@ enum Kind {
     Remote,
 }
 
-fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration), String> {
+fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration, OAuthConfig), String> {
     if entry.name.trim().is_empty() {
         return Err("the server name is empty".to_owned());
     }
@@ -481,7 +487,13 @@ fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration), String
         Dialect::OpenCode => opencode_entry(fields, env)?,
     };
     let timeout = timeout(fields)?.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT);
-    Ok((transport, timeout))
+    let oauth = match transport {
+        Transport::Http { .. } => oauth_field(fields, &|text| {
+            interpolate(text, env).map_err(|e| e.to_string())
+        })?,
+        Transport::Stdio { .. } => OAuthConfig::default(),
+    };
+    Ok((transport, timeout, oauth))
 }
 
 /// Whether the entry turns its server off: `"disabled": true`, or
@@ -650,5 +662,6 @@ fn timeout(fields: &Map<String, Value>) -> Result<Option<Duration>, String> {
 
 mod entry;
 mod fields;
+mod oauth;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,8 @@ pub mod settings;
 use std::path::PathBuf;
 
 pub use file::{
-    ConfigPath, ConfigSource, ServerConfig, SkippedServer, Transport, UpstreamConfig, load, parse,
-    resolve_path,
+    ConfigPath, ConfigSource, Grant, OAuthConfig, ServerConfig, SkippedServer, Transport,
+    UpstreamConfig, load, parse, resolve_path,
 };
 pub use settings::{
     CpythonSettings, Fallback, HttpSettings, Isolation, MontyPlacement, MontySettings,

@@ -105,13 +105,35 @@ pub async fn connect(
                 })
             }
             Transport::Http { url, headers } => {
-                let transport = http_transport(&config.name, url, headers, max_message)?;
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| handshake(config, e))?;
+                let oauth = &config.oauth;
+                let http = http_config(&config.name, url, headers, max_message)?;
+                // A configured Authorization header wins over OAuth.
+                let static_auth = http.auth_header.is_some();
+                let oauth_client = match static_auth {
+                    true => None,
+                    false => super::oauth::authorized_client(&config.name, url, oauth)
+                        .await
+                        .map_err(|e| login_error(config, &e))?,
+                };
+                let served = match oauth_client {
+                    Some(client) => {
+                        let transport = StreamableHttpClientTransport::with_client(client, http);
+                        handler.serve(transport).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(http);
+                        handler.serve(transport).await
+                    }
+                };
+                // Turned away for want of a (new) login: say which command helps.
+                if served.is_err()
+                    && !static_auth
+                    && let Some(e) = super::oauth::needs_login(&config.name, url, oauth).await
+                {
+                    return Err(login_error(config, &e));
+                }
                 Ok(Client {
-                    service,
+                    service: served.map_err(|e| handshake(config, e))?,
                     liveness: None,
                 })
             }
@@ -172,12 +194,19 @@ fn spawn_child(
     Ok((transport, liveness))
 }
 
-fn http_transport(
+fn login_error(config: &ServerConfig, e: &super::oauth::OAuthError) -> UpstreamError {
+    UpstreamError::Auth {
+        server: config.name.clone(),
+        message: e.to_string(),
+    }
+}
+
+fn http_config(
     server: &str,
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
     max_message: usize,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, UpstreamError> {
+) -> Result<StreamableHttpClientTransportConfig, UpstreamError> {
     let mut custom = HashMap::new();
     let mut auth = None;
     for (name, value) in headers {
@@ -198,8 +227,7 @@ fn http_transport(
     config.custom_headers = custom;
     config.auth_header = auth;
     // rmcp caps plain JSON bodies at 16 MiB by itself; this bounds SSE events.
-    let config = config.max_sse_event_size(max_message);
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(config.max_sse_event_size(max_message))
 }
 
 /// Lists every tool, following pagination.

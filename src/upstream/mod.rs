@@ -10,6 +10,7 @@
 
 mod child;
 mod connection;
+pub mod oauth;
 mod reconfigure;
 pub mod resources;
 mod result;
@@ -80,6 +81,11 @@ pub enum UpstreamError {
     },
     #[error("no upstream named '{0}'")]
     UnknownServer(String),
+    /// An OAuth login is missing, expired, or failed (the message says which
+    /// `codemcp auth` command helps).
+    /// `message` starts with the quoted server name.
+    #[error("upstream {message}")]
+    Auth { server: String, message: String },
 }
 
 /// Limits on every upstream call.

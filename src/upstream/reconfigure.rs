@@ -106,7 +106,7 @@ impl Catalog {
 /// Whether two entries of one server reach it the same way (they may differ
 /// in policy).
 fn same_connection(a: &ServerConfig, b: &ServerConfig) -> bool {
-    a.transport == b.transport && a.handshake_timeout == b.handshake_timeout
+    a.transport == b.transport && a.handshake_timeout == b.handshake_timeout && a.oauth == b.oauth
 }
 
 /// `old` with `config`'s policy: its connection moves over, its tools are

@@ -193,6 +193,7 @@ fn opencode_remote_server() {
             headers: map(&[("X-Key", "k")]),
         }
     );
+    assert!(server.oauth.disabled, "opencode's \"oauth\": false");
 }
 
 #[test]
@@ -651,4 +652,43 @@ fn a_malformed_policy_is_an_error_naming_its_position() {
         r#"{"mcpServers": {"fs": {"command": "x", "disabled": true, "policy": {"x": "alow"}}}}"#,
     );
     assert!(err.contains("unknown policy \"alow\""), "{err}");
+}
+
+#[test]
+fn http_server_oauth_settings() {
+    let server = only_server(
+        r#"{"mcpServers": {"r": {"url": "https://mcp.example.com/mcp", "oauth": {
+            "clientId": "id-1", "clientSecret": "${GITHUB_TOKEN}", "scopes": ["a"], "scope": "b c",
+            "clientMetadataUrl": "https://me.example/client.json", "grant": "client_credentials"}}}}"#,
+    );
+    let oauth = server.oauth;
+    assert_eq!(oauth.client_id.as_deref(), Some("id-1"));
+    assert_eq!(oauth.client_secret.as_deref(), Some("ghp_x"), "expanded");
+    assert_eq!(oauth.scopes, ["a", "b", "c"]);
+    assert_eq!(oauth.grant, Grant::ClientCredentials);
+    assert!(
+        !format!("{oauth:?}").contains("ghp_x"),
+        "Debug hides the secret"
+    );
+}
+
+#[test]
+fn bad_oauth_settings_skip_the_server() {
+    for (oauth, reason) in [
+        (r#""yes""#, "\"oauth\" must be an object or false"),
+        (r#"{"grant": "password"}"#, "unknown \"grant\""),
+        (
+            r#"{"grant": "client_credentials", "clientId": "x"}"#,
+            "needs \"clientId\" and \"clientSecret\"",
+        ),
+        (
+            r#"{"clientSecret": "s"}"#,
+            "\"clientSecret\" needs \"clientId\"",
+        ),
+    ] {
+        let text =
+            format!(r#"{{"mcpServers": {{"r": {{"url": "http://x/mcp", "oauth": {oauth}}}}}}}"#);
+        let skipped = only_skip_reason(&text);
+        assert!(skipped.contains(reason), "{oauth}: {skipped}");
+    }
 }
