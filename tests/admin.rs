@@ -363,7 +363,8 @@ async fn a_saved_config_is_reloaded_and_invalid_json_keeps_the_last_good_one() {
         "{written}"
     );
     assert!(written.contains("\"disabled\": true"), "{written}");
-    let backup = std::fs::read_to_string(config.with_extension("json.bak")).expect("backup");
+    let backup =
+        std::fs::read_to_string(config.with_extension("json.codemcp-backup")).expect("backup");
     assert_eq!(backup, commented);
     let listed = runtime.cli(&["list"]).await;
     assert!(

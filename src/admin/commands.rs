@@ -21,7 +21,7 @@ pub struct Target {
 pub struct Switch {
     #[command(flatten)]
     pub target: Target,
-    /// Also write it into the config file (comments and formatting kept; FILE.bak first)
+    /// Also write it into the config file (comments and formatting kept; FILE.codemcp-backup first)
     #[arg(long)]
     pub make_default: bool,
 }

@@ -1,9 +1,8 @@
 //! Changing JSON-with-comments files in place: the concrete syntax tree of
 //! `jsonc-parser` is edited, so every comment, blank line and indent the
-//! user wrote stays where it was (nothing is re-serialized). And the file
-//! operations around it: a backup first, then an atomic replace.
+//! user wrote stays where it was (nothing is re-serialized). The backup and
+//! the atomic replace around it are `config::write`'s.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
@@ -93,56 +92,26 @@ fn input(value: &Value) -> CstInputValue {
     }
 }
 
-/// Where the backup of `path` goes: `FILE.codemcp-backup` beside it.
-#[must_use]
-pub fn backup_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".codemcp-backup");
-    PathBuf::from(name)
-}
+pub use crate::config::write::backup_path;
 
-/// Copies `path` to its backup, byte for byte.
+/// Copies `path` to its backup, byte for byte (see [`crate::config::write`]).
 ///
 /// # Errors
 /// When the copy fails.
 pub fn back_up(path: &Path) -> Result<PathBuf, ClientError> {
-    let backup = backup_path(path);
-    std::fs::copy(path, &backup).map_err(|source| ClientError::Write {
-        path: backup.clone(),
-        source,
-    })?;
-    Ok(backup)
+    crate::config::write::back_up(path)
+        .map_err(|(path, source)| ClientError::Write { path, source })
 }
 
-/// Replaces `path` with `text` at once (a temporary file beside it, renamed
-/// over it), so a crash leaves the old file or the new one, never half of
-/// one. A symlink is followed, not replaced. The new file keeps the old
-/// one's permissions; a file that did not
-/// exist is created readable by its owner only, since imported entries may
-/// hold literal secrets.
+/// Replaces `path` with `text` at once (see [`crate::config::write`]).
 ///
 /// # Errors
 /// When the directory cannot be created or written.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), ClientError> {
-    // A file kept as a symlink (dotfiles) is written where it points.
-    let target = std::fs::canonicalize(path).ok();
-    let path = target.as_deref().unwrap_or(path);
-    let failed = |source: std::io::Error| ClientError::Write {
+    crate::config::write::replace_atomically(path, text).map_err(|source| ClientError::Write {
         path: path.to_owned(),
         source,
-    };
-    let dir = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(failed)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
-    temp.write_all(text.as_bytes()).map_err(failed)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(temp.path(), meta.permissions()).map_err(failed)?;
-    }
-    temp.persist(path).map_err(|err| failed(err.error))?;
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `--make-default`: switching one server on or off in the config file
 //! itself, with every comment and all formatting kept. The file is edited as
 //! a concrete syntax tree (`jsonc-parser`'s CST), never re-serialized; the
-//! previous file is copied to `FILE.bak` first, and the new one replaces it
+//! previous file is copied to `FILE.codemcp-backup` first (`config::write`), and the new one replaces it
 //! in one rename.
 //!
 //! Each layout keeps its own spelling: `"disabled": true` / `false` in
@@ -57,12 +57,12 @@ pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<PathBuf, EditErr
             name: name.to_owned(),
         },
     })?;
-    let backup = sibling(&path, ".bak");
-    std::fs::copy(&path, &backup).map_err(|source| EditError::Write {
-        path: backup.clone(),
+    let backup =
+        super::write::back_up(&path).map_err(|(path, source)| EditError::Write { path, source })?;
+    super::write::replace_atomically(&path, &edited).map_err(|source| EditError::Write {
+        path: path.clone(),
         source,
     })?;
-    replace(&path, &edited)?;
     Ok(backup)
 }
 
@@ -98,29 +98,6 @@ fn set_flag(entry: &CstObject, key: &str, value: bool, default: bool) {
         }
         None => {}
     }
-}
-
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(suffix);
-    path.with_file_name(name)
-}
-
-/// Writes `text` next to `path` with its permissions, then renames it over.
-fn replace(path: &Path, text: &str) -> Result<(), EditError> {
-    let temp = sibling(path, ".codemcp-new");
-    let failed = |source| EditError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    std::fs::write(&temp, text).map_err(failed)?;
-    let permissions = std::fs::metadata(path).map_err(failed)?.permissions();
-    std::fs::set_permissions(&temp, permissions)
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            failed(e)
-        })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod interpolate;
 mod jsonc;
 pub mod self_ref;
 pub mod settings;
+pub mod write;
 
 use std::path::PathBuf;
 
