@@ -77,7 +77,8 @@ fn editor_variable(inner: &str, notes: &mut Vec<String>) -> String {
         return format!("${{{var}}}");
     }
     notes.push(format!(
-        "${{{inner}}} is an editor variable codemcp does not expand; kept as written"
+        "${{{inner}}} is kept as written: codemcp reads it as the environment variable {inner} \
+         (the server is skipped at start while that is unset)"
     ));
     format!("${{{inner}}}")
 }
