@@ -25,7 +25,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
     WORLD.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
         let gateway = runtime.block_on(async {
-            let config = UpstreamConfig { path: None, servers: Vec::new(), skipped: Vec::new() };
+            let config = UpstreamConfig::default();
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20, policy_default: codemcp::policy::Decision::Allow, startup_wait: Duration::ZERO };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
