@@ -48,19 +48,6 @@ fn optional(caps: &ServerCapabilities) -> Vec<&'static str> {
     scenarios
 }
 
-/// Node 22 and the suite's entry point, from the pinned test peers.
-fn suite() -> (PathBuf, PathBuf) {
-    let modules = support::node_modules();
-    let node = std::env::var_os("CODEMCP_TEST_NODE22")
-        .map_or_else(|| modules.join(".bin/node"), PathBuf::from);
-    let cli = modules.join("@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        node.exists() && cli.exists(),
-        "node 22 or the conformance suite is missing: run scripts/test-deps.sh"
-    );
-    (node, cli)
-}
-
 async fn capabilities(url: &str) -> ServerCapabilities {
     support::init_tls();
     let transport = StreamableHttpClientTransport::from_config(
@@ -115,7 +102,7 @@ async fn run_scenario(
 
 #[tokio::test]
 async fn every_applicable_conformance_scenario_passes() {
-    let (node, cli) = suite();
+    let (node, cli) = support::conformance_suite();
     let gateway = support::start_http(json!({}), &[]).await;
     let caps = capabilities(&gateway.url).await;
     let scenarios: Vec<&str> = ALWAYS.iter().copied().chain(optional(&caps)).collect();

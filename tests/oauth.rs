@@ -13,7 +13,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -40,22 +40,10 @@ const PASSING: &[&str] = &[
     "auth/client-credentials-basic",
 ];
 
-fn suite() -> (PathBuf, PathBuf) {
-    let modules = support::node_modules();
-    let node = std::env::var_os("CODEMCP_TEST_NODE22")
-        .map_or_else(|| modules.join(".bin/node"), PathBuf::from);
-    let cli = modules.join("@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        node.exists() && cli.exists(),
-        "node 22 or the conformance suite is missing: run scripts/test-deps.sh"
-    );
-    (node, cli)
-}
-
 /// Runs one client scenario; returns its checks, the suite's output, and
 /// whether it exited 0.
 async fn run_scenario(scenario: &str, extra_env: &[(&str, &Path)]) -> (Vec<Value>, String, bool) {
-    let (node, cli) = suite();
+    let (node, cli) = support::conformance_suite();
     let out = tempfile::tempdir().expect("tempdir");
     let client = support::repo().join("tests/oauth/conformance-client.mjs");
     let mut command = tokio::process::Command::new(&node);

@@ -55,6 +55,21 @@ pub fn node_modules() -> PathBuf {
     dep("CODEMCP_TEST_NODE_MODULES", ".deps/node/node_modules")
 }
 
+/// Node 22 and the official conformance suite's entry point, from the pinned
+/// test peers (`tests/conformance.rs` runs its server scenarios, `tests/oauth.rs`
+/// its client auth scenarios).
+pub fn conformance_suite() -> (PathBuf, PathBuf) {
+    let modules = node_modules();
+    let node = std::env::var_os("CODEMCP_TEST_NODE22")
+        .map_or_else(|| modules.join(".bin/node"), PathBuf::from);
+    let cli = modules.join("@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        node.exists() && cli.exists(),
+        "node 22 or the conformance suite is missing: run scripts/test-deps.sh"
+    );
+    (node, cli)
+}
+
 /// Python with `mcp` 2.x (also runs our FastMCP test server).
 pub fn python2() -> PathBuf {
     dep("CODEMCP_TEST_PY2", ".deps/py2/bin/python")
