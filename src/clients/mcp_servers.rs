@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use super::refs::{self, Style};
 use super::{Client, Entry, Listing, Server};
 use crate::config::Transport;
+use crate::config::file::fields;
 
 const SSE: &str = "SSE transport is not supported by codemcp; only Streamable HTTP URLs are";
 
@@ -172,49 +173,19 @@ fn per_project_note(root: &Value) -> Result<Option<String>, String> {
     }))
 }
 
-pub(super) fn string<'a>(
-    fields: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, String> {
-    match fields.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("\"{key}\" is not a string")),
-    }
-}
+// An entry's fields are read as codemcp's own loader reads them, with the
+// same messages; only absence means empty here.
+pub(super) use crate::config::file::fields::str_field as string;
 
 pub(super) fn strings(fields: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    match fields.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("\"{key}\" holds something other than a string"))
-            })
-            .collect(),
-        Some(_) => Err(format!("\"{key}\" is not a list of strings")),
-    }
+    Ok(fields::str_list_field(fields, key)?.unwrap_or_default())
 }
 
 pub(super) fn map(
     fields: &Map<String, Value>,
     key: &str,
 ) -> Result<BTreeMap<String, String>, String> {
-    match fields.get(key) {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(items)) => items
-            .iter()
-            .map(|(name, value)| {
-                value
-                    .as_str()
-                    .map(|v| (name.clone(), v.to_owned()))
-                    .ok_or_else(|| format!("\"{key}\".\"{name}\" is not a string"))
-            })
-            .collect(),
-        Some(_) => Err(format!("\"{key}\" is not an object of strings")),
-    }
+    Ok(fields::str_map_field(fields, key)?.unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -661,7 +661,7 @@ fn timeout(fields: &Map<String, Value>) -> Result<Option<Duration>, String> {
 }
 
 mod entry;
-mod fields;
+pub(crate) mod fields;
 mod oauth;
 #[cfg(test)]
 mod tests;

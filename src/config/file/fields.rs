@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-pub(super) fn str_field<'a>(
+pub(crate) fn str_field<'a>(
     fields: &'a Map<String, Value>,
     key: &str,
 ) -> Result<Option<&'a str>, String> {
@@ -18,7 +18,7 @@ pub(super) fn str_field<'a>(
     }
 }
 
-pub(super) fn bool_field(fields: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+pub(crate) fn bool_field(fields: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
     match fields.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -29,7 +29,7 @@ pub(super) fn bool_field(fields: &Map<String, Value>, key: &str) -> Result<Optio
     }
 }
 
-pub(super) fn str_list_field(
+pub(crate) fn str_list_field(
     fields: &Map<String, Value>,
     key: &str,
 ) -> Result<Option<Vec<String>>, String> {
@@ -57,7 +57,7 @@ pub(super) fn str_list_field(
         .map(Some)
 }
 
-pub(super) fn str_map_field(
+pub(crate) fn str_map_field(
     fields: &Map<String, Value>,
     key: &str,
 ) -> Result<Option<BTreeMap<String, String>>, String> {
@@ -84,7 +84,7 @@ pub(super) fn str_map_field(
         .map(Some)
 }
 
-pub(super) fn kind_of(value: &Value) -> &'static str {
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
