@@ -15,7 +15,7 @@ use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceCont
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use support::{HttpClient, HttpGateway, Ran, bin, filesystem, start_http, unpack};
+use support::{HttpClient, HttpGateway, Ran, filesystem, start_http, unpack};
 
 struct World {
     gateway: HttpGateway,
@@ -26,28 +26,13 @@ struct World {
     bob: String,
 }
 
-/// `codemcp token ACTION NAME` on the principals file; its stdout.
-fn token(tokens: &Path, action: &str, name: &str) -> String {
-    let output = std::process::Command::new(bin())
-        .args(["token", action, name])
-        .env("CODEMCP_HTTP_TOKENS", tokens)
-        .output()
-        .expect("run codemcp token");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
 /// Alice may write files; Bob may only read (every write tool is denied
 /// for him, and the operator's own policy asks about writes).
 async fn world() -> World {
     let root = tempfile::tempdir().expect("root");
     let tokens = root.path().join("conf/tokens.json");
-    let alice = token(&tokens, "add", "alice");
-    let bob = token(&tokens, "add", "bob");
+    let alice = support::token(&tokens, "add", "alice");
+    let bob = support::token(&tokens, "add", "bob");
     let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     file["principals"]["alice"]["policy"] = json!({"fs": {"write_file": "allow"}});
     file["principals"]["bob"]["policy"] =
@@ -259,7 +244,7 @@ async fn a_wrong_or_removed_token_is_turned_away() {
     assert_eq!(status_with(url, &digest).await, 401);
 
     // Removed while serving: refused within a couple of seconds, no restart.
-    token(&w.tokens, "remove", "bob");
+    support::token(&w.tokens, "remove", "bob");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while status_with(url, &w.bob).await != 401 {
         assert!(
@@ -270,7 +255,7 @@ async fn a_wrong_or_removed_token_is_turned_away() {
     }
     assert_eq!(status_with(url, &w.alice).await, 200);
     // And a token added while serving works.
-    let carol = token(&w.tokens, "add", "carol");
+    let carol = support::token(&w.tokens, "add", "carol");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while status_with(url, &carol).await != 200 {
         assert!(

@@ -16,7 +16,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use support::{Client, Setup, bin, everything, filesystem, http_exec, memory, start_http};
+use support::{Client, Setup, everything, filesystem, http_exec, memory, start_http};
 
 /// Low enough for the limit snippet to reach it, above what the others call.
 const MAX_TOOL_CALLS: &str = "12";
@@ -316,29 +316,14 @@ async fn resources_and_prompts_in_cpython_on_the_host() {
     contract("cpython", &[("CODEMCP_ISOLATION", "HOST_SYSTEM")]).await;
 }
 
-/// `codemcp token add NAME` on the principals file; the new token.
-fn add_token(tokens: &Path, name: &str) -> String {
-    let output = std::process::Command::new(bin())
-        .args(["token", "add", name])
-        .env("CODEMCP_HTTP_TOKENS", tokens)
-        .output()
-        .expect("run codemcp token");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
 /// A principal whose overrides deny a server's resources and prompts gets
 /// none of them on a shared gateway, while another principal reads them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_principal_denied_resources_cannot_list_or_read_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tokens = dir.path().join("tokens.json");
-    let alice = add_token(&tokens, "alice");
-    let bob = add_token(&tokens, "bob");
+    let alice = support::token(&tokens, "add", "alice");
+    let bob = support::token(&tokens, "add", "bob");
     let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     file["principals"]["bob"]["policy"] =
         json!({"everything": {"resources/*": "deny", "prompts/*": "deny"}});

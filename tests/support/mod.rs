@@ -41,6 +41,25 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_codemcp"))
 }
 
+/// `codemcp token ACTION NAME` on the principals file `tokens`; its stdout
+/// (for `add`, the new token).
+pub fn token(tokens: &Path, action: &str, name: &str) -> String {
+    let output = std::process::Command::new(bin())
+        .args(["token", action, name])
+        .env("CODEMCP_HTTP_TOKENS", tokens)
+        .output()
+        .expect("run codemcp token");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
 fn dep(var: &str, default: &str) -> PathBuf {
     let path = std::env::var_os(var).map_or_else(|| repo().join(default), PathBuf::from);
     assert!(
