@@ -85,9 +85,14 @@ impl AuditLog {
         })
     }
 
+    /// Whether a recorded line would be read (a file, or the log shows
+    /// `codemcp::audit`): when not, callers skip what only the line needs.
+    pub fn wanted(&self) -> bool {
+        self.file.is_some() || tracing::enabled!(target: "codemcp::audit", tracing::Level::INFO)
+    }
+
     pub fn record(&self, entry: &AuditEntry<'_>) {
-        if self.file.is_none() && !tracing::enabled!(target: "codemcp::audit", tracing::Level::INFO)
-        {
+        if !self.wanted() {
             return; // nobody would read the line
         }
         let line = line(entry, SystemTime::now());

@@ -128,19 +128,34 @@ pub enum TokenAction {
     List,
 }
 
-/// Parses the command line, runs it, and maps failures to an exit code.
-pub async fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+/// Parses the command line, or exits with clap's message (or ours, for a
+/// bad `CODEMCP_*` value).
+pub fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
         Err(err) => match bad_env(&err) {
             // Named as it was set: the variable, its value, what it should be.
             Some(bad) => {
                 eprintln!("codemcp: {bad}");
-                return ExitCode::from(2);
+                Err(ExitCode::from(2))
             }
             None => err.exit(),
         },
-    };
+    }
+}
+
+impl Cli {
+    /// Whether this command serves one stdio client: its requests, the
+    /// upstream I/O and the hand-offs to interpreter threads then run on
+    /// one runtime thread, which spares every message a wake-up of a
+    /// second thread (a shared HTTP gateway keeps a thread per core).
+    pub fn serves_one_client(&self) -> bool {
+        !matches!(&self.command, Some(Command::Serve { http: Some(_), .. }))
+    }
+}
+
+/// Runs a parsed command line and maps failures to an exit code.
+pub async fn main(cli: Cli) -> ExitCode {
     match run(cli).await {
         Ok(code) => code,
         Err(message) => {

@@ -22,17 +22,26 @@ fn main() -> ExitCode {
     if !tls_installed {
         tracing::debug!("a TLS provider was already installed");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let cli = match codemcp::cli::parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let mut builder = if cli.serves_one_client() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    // Room to parse agent code on the runtime's own stack (see
+    // `exec::monty::on_big_stack_for`).
+    builder.thread_stack_size(codemcp::exec::monty::RUNTIME_STACK);
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("codemcp: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
-    let code = runtime.block_on(codemcp::cli::main());
+    let code = runtime.block_on(codemcp::cli::main(cli));
     telemetry.shutdown();
     code
 }

@@ -72,7 +72,7 @@ impl Executor {
         let checked = self.check(request);
         crate::timing::since("limits checked", Some(started));
         let mut execution = match checked {
-            Ok(run) => match self.preflight(session.as_deref(), &run, &tools).await {
+            Ok(mut run) => match self.preflight(session.as_deref(), &mut run, &tools).await {
                 Ok(()) => {
                     self.run_in_session(session.as_deref(), owner, run, tools, control)
                         .await
@@ -205,7 +205,7 @@ impl Executor {
     async fn preflight(
         &self,
         session: Option<&str>,
-        run: &Run,
+        run: &mut Run,
         tools: &Arc<dyn ToolHost>,
     ) -> Result<(), RunError> {
         let started = Instant::now();
@@ -217,7 +217,8 @@ impl Executor {
         let Some(earlier) = earlier else {
             return Ok(());
         };
-        let checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
+        let mut checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
+        run.outline = checked.outline.take().map(Arc::new);
         if let Some(handle) = session {
             self.earlier.add(handle, checked.bound_tool_names.clone());
         }

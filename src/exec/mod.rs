@@ -134,6 +134,9 @@ pub struct Run {
     pub version: u64,
     /// Return the state after the run as [`Execution::snapshot`].
     pub persist: bool,
+    /// What the code imports and binds, when the pre-flight check read it
+    /// (the router needs it; one parse serves both).
+    pub outline: Option<Arc<syntax::Outline>>,
 }
 
 /// A session's state as an engine saved it, with its version.
@@ -154,6 +157,7 @@ impl Run {
             saved: None,
             version: 0,
             persist: false,
+            outline: None,
         }
     }
 

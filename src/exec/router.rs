@@ -43,13 +43,13 @@ struct Carried {
 }
 
 impl Carried {
-    fn add(&mut self, outline: syntax::Outline) {
-        self.names.extend(outline.assigned);
-        for (name, source) in outline.definitions {
-            let key = if name.is_empty() { &source } else { &name };
+    fn add(&mut self, outline: &syntax::Outline) {
+        self.names.extend(outline.assigned.iter().cloned());
+        for (name, source) in &outline.definitions {
+            let key = if name.is_empty() { source } else { name };
             self.definitions
                 .retain(|(n, s)| if n.is_empty() { s != key } else { n != key });
-            self.definitions.push((name, source));
+            self.definitions.push((name.clone(), source.clone()));
         }
     }
 
@@ -178,14 +178,15 @@ impl Router {
             return execution;
         }
         // Only a gateway that can escalate needs the outline.
-        let outline = match &self.fallback {
-            Some(_) => {
+        let outline = match (&self.fallback, &run.outline) {
+            (Some(_), Some(read)) => read.clone(),
+            (Some(_), None) => {
                 let started = crate::timing::start();
                 let outline = syntax::outline_safely(&run.code).await;
                 crate::timing::since("outline", started);
-                outline
+                Arc::new(outline)
             }
-            None => syntax::Outline::default(),
+            (None, _) => Arc::default(),
         };
         if let Some(fallback) = &self.fallback
             && let Some(reason) = unsupported_import(&outline.imports)
@@ -200,7 +201,7 @@ impl Router {
             .run(session, run.clone(), tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
-            self.carried().entry(session).or_default().add(outline);
+            self.carried().entry(session).or_default().add(&outline);
         }
         let Some(error) = execution
             .error
@@ -407,8 +408,8 @@ mod tests {
     #[test]
     fn a_redefined_function_is_carried_once_in_its_latest_form() {
         let mut carried = Carried::default();
-        carried.add(syntax::outline("import json\ndef f():\n    return 1"));
-        carried.add(syntax::outline(
+        carried.add(&syntax::outline("import json\ndef f():\n    return 1"));
+        carried.add(&syntax::outline(
             "import json\ndef f():\n    return 2\nx = 3",
         ));
         assert_eq!(

@@ -8,7 +8,7 @@ use ruff_python_ast::{ExceptHandler, Expr, Stmt};
 use ruff_text_size::Ranged;
 
 /// A snippet's imports, top-level bindings and carriable definitions.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Outline {
     /// The top module of every absolute import, in functions too.
     pub imports: Vec<String>,
@@ -40,7 +40,12 @@ pub fn outline(code: &str) -> Outline {
     let Ok(parsed) = ruff_python_parser::parse_module(code) else {
         return Outline::default();
     };
-    let body = &parsed.syntax().body;
+    outline_of(&parsed.syntax().body, code)
+}
+
+/// The outline of `code` parsed as `body`, for a caller that already has
+/// the tree (the pre-flight check).
+pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
     let mut imports = Imports::default();
     imports.visit_body(body);
     let mut outline = Outline {

@@ -44,6 +44,9 @@ pub struct Sdk {
     /// Sorted by `py_name`.
     functions: Vec<SdkFunction>,
     index: search::Index,
+    /// `<server>_`, the start of every tool function name of that server,
+    /// sorted: the pre-flight check asks on every run.
+    server_prefixes: Vec<String>,
     /// The last description rendered, with its budget: rmcp asks for the tool
     /// (description included) on every HTTP request, and the SDK never changes.
     description: std::sync::OnceLock<(usize, String)>,
@@ -101,9 +104,16 @@ impl Sdk {
             .collect();
         functions.sort_by(|a, b| a.py_name.cmp(&b.py_name));
         let index = search::Index::new(&functions);
+        let mut server_prefixes: Vec<String> = functions
+            .iter()
+            .map(|f| format!("{}_", naming::normalize(&f.server)))
+            .collect();
+        server_prefixes.sort_unstable();
+        server_prefixes.dedup();
         Sdk {
             functions,
             index,
+            server_prefixes,
             description: std::sync::OnceLock::new(),
             connecting: Vec::new(),
         }
@@ -126,6 +136,11 @@ impl Sdk {
 
     pub fn functions(&self) -> &[SdkFunction] {
         &self.functions
+    }
+
+    /// `<server>_` for every server with tools, sorted.
+    pub fn server_prefixes(&self) -> &[String] {
+        &self.server_prefixes
     }
 
     pub fn get(&self, py_name: &str) -> Option<&SdkFunction> {

@@ -245,9 +245,14 @@ impl Call {
         timing::since("policy checked", checking);
         let decision = self.authorize(policy).await?;
         // The (maybe huge) arguments go upstream without a copy; the audit
-        // line needs only what it shows of them.
+        // line needs only what it shows of them, and only when it is read.
         let args = std::mem::take(&mut self.args);
-        let shown = crate::audit::shown_arguments(&args);
+        let audited = self.authority.audit.wanted();
+        let shown = if audited {
+            crate::audit::shown_arguments(&args)
+        } else {
+            Value::Null
+        };
         let started = Instant::now();
         let call = self.catalog.call(&self.server, &self.tool, args);
         let trace = &self.context.trace;
@@ -259,11 +264,13 @@ impl Call {
             Err(UpstreamError::Timeout { .. }) => "timeout",
             Err(_) => "error",
         };
-        let result_bytes = match &result {
-            Ok(r) => crate::audit::json_len(r),
-            Err(_) => 0,
-        };
-        self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
+        if audited {
+            let result_bytes = match &result {
+                Ok(r) => crate::audit::json_len(r),
+                Err(_) => 0,
+            };
+            self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
+        }
         crate::metrics::tool_call(&self.server, outcome, started.elapsed());
         timing::since("audit recorded", recording);
         let converting = timing::start();

@@ -11,7 +11,7 @@ use super::literal::{Literal, certain_type, literal, mismatched, python_type};
 use super::scan::{Call, Scan};
 use crate::exec::monty::cpython_tables::BUILTINS;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
-use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction, naming};
+use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction};
 
 /// Distinct names compared with every tool's name by edit distance in one
 /// check; past it a name counts as not close (which can only leave a typo
@@ -29,7 +29,7 @@ pub struct Judge<'a> {
     scan: &'a Scan<'a>,
     earlier: &'a [String],
     /// `<server>_`, the start of every tool function name of that server.
-    prefixes: Vec<String>,
+    prefixes: &'a [String],
     /// Whether a name reads like a tool's, per name asked.
     tool_like: HashMap<&'a str, bool>,
     distance_checks: usize,
@@ -37,18 +37,11 @@ pub struct Judge<'a> {
 
 impl<'a> Judge<'a> {
     pub fn new(sdk: &'a Sdk, scan: &'a Scan<'a>, earlier: &'a [String]) -> Self {
-        let mut prefixes: Vec<String> = sdk
-            .functions()
-            .iter()
-            .map(|f| format!("{}_", naming::normalize(&f.server)))
-            .collect();
-        prefixes.sort_unstable();
-        prefixes.dedup();
         Self {
             sdk,
             scan,
             earlier,
-            prefixes,
+            prefixes: sdk.server_prefixes(),
             tool_like: HashMap::new(),
             distance_checks: 0,
         }

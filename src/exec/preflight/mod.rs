@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use ruff_text_size::TextSize;
 
-use super::syntax::{MAX_NESTING, nests_deeper_than};
+use super::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
 use super::{ErrorKind, RunError};
 use crate::sdk::{BindError, ResourceArgError, Sdk};
 
@@ -85,6 +85,9 @@ pub struct Checked {
     /// Names the snippet binds that a later snippet could call as if they
     /// were tools (see [`EarlierNames`]).
     pub bound_tool_names: Vec<String>,
+    /// The snippet's outline, read from the same parse (none when it did
+    /// not parse).
+    pub outline: Option<Outline>,
 }
 
 impl Checked {
@@ -131,9 +134,14 @@ pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
     let Ok(parsed) = ruff_python_parser::parse_module(code) else {
         return Checked::default();
     };
-    let scan = scan::Scan::of(&parsed.syntax().body);
+    let body = &parsed.syntax().body;
+    let outline = Some(outline_of(body, code));
+    let scan = scan::Scan::of(body);
     if scan.too_deep {
-        return Checked::default();
+        return Checked {
+            outline,
+            ..Checked::default()
+        };
     }
     let mut judge = judge::Judge::new(sdk, &scan, earlier);
     let mut found: Vec<(TextSize, Problem)> = Vec::new();
@@ -151,6 +159,7 @@ pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
         findings: with_lines(code, found),
         total,
         bound_tool_names,
+        outline,
     }
 }
 
