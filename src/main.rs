@@ -26,22 +26,38 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    let code = std::thread::Builder::new()
+        .name("codemcp".into())
+        // The runtime's tasks parse agent code on their own stack when it
+        // fits (see `exec::monty::on_big_stack_for`): room for that.
+        .stack_size(codemcp::exec::monty::RUNTIME_STACK)
+        .spawn(move || serve(cli));
+    let code = match code {
+        // A panic was reported on stderr as it happened.
+        Ok(thread) => thread.join().unwrap_or(ExitCode::from(101)),
+        Err(e) => {
+            eprintln!("codemcp: cannot start the runtime thread: {e}");
+            ExitCode::from(2)
+        }
+    };
+    telemetry.shutdown();
+    code
+}
+
+/// Runs the command on an async runtime: one thread for a command with one
+/// client (stdio), a thread per core for a shared HTTP gateway.
+fn serve(cli: codemcp::cli::Cli) -> ExitCode {
     let mut builder = if cli.serves_one_client() {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()
     };
-    // Room to parse agent code on the runtime's own stack (see
-    // `exec::monty::on_big_stack_for`).
     builder.thread_stack_size(codemcp::exec::monty::RUNTIME_STACK);
-    let runtime = match builder.enable_all().build() {
-        Ok(runtime) => runtime,
+    match builder.enable_all().build() {
+        Ok(runtime) => runtime.block_on(codemcp::cli::main(cli)),
         Err(e) => {
             eprintln!("codemcp: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
-    let code = runtime.block_on(codemcp::cli::main(cli));
-    telemetry.shutdown();
-    code
+    }
 }
