@@ -213,6 +213,27 @@ async fn malformed_code_is_a_clear_error() {
     assert_eq!(client.exec("2 * 21").await.result(), 42);
 }
 
+/// The pre-flight check parses snippets up to 8 KiB on the runtime's own
+/// stack when it has room for the deepest code that long: nesting without
+/// brackets (which the nesting pre-check does not count) must still find
+/// a stack big enough, and the gateway goes on answering.
+#[tokio::test]
+async fn code_nested_deep_without_brackets_cannot_overflow_the_runtime_stack() {
+    let client = Setup::new(json!({})).stdio(&[]).await;
+    let hungry = [
+        format!("x = {}1", "-".repeat(8_000)),
+        format!("x = {}True", "not ".repeat(1_990)),
+        format!("f = {}1", "lambda:".repeat(1_140)),
+        format!("x = 2{}", "**2".repeat(2_650)),
+    ];
+    for code in &hungry {
+        assert!(code.len() <= 8 << 10, "{} bytes", code.len());
+        let ran = client.exec(code).await;
+        assert!(!ran.text.is_empty(), "no answer to {} bytes", code.len());
+    }
+    assert_eq!(client.exec("2 * 21").await.result(), 42);
+}
+
 #[tokio::test]
 async fn cancellation_stops_the_run() {
     let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(&[]).await;
