@@ -48,12 +48,8 @@ impl Server {
                 cwd,
             } => {
                 entry.insert("command".into(), json!(command));
-                if !args.is_empty() {
-                    entry.insert("args".into(), json!(args));
-                }
-                if !env.is_empty() {
-                    entry.insert("env".into(), json!(env));
-                }
+                insert_unless_empty(&mut entry, "args", args);
+                insert_unless_empty(&mut entry, "env", env);
                 if let Some(cwd) = cwd {
                     entry.insert("cwd".into(), json!(cwd.to_string_lossy()));
                 }
@@ -61,9 +57,7 @@ impl Server {
             Transport::Http { url, headers } => {
                 entry.insert("type".into(), json!("http"));
                 entry.insert("url".into(), json!(url));
-                if !headers.is_empty() {
-                    entry.insert("headers".into(), json!(headers));
-                }
+                insert_unless_empty(&mut entry, "headers", headers);
             }
         }
         if self.disabled {
@@ -89,9 +83,7 @@ impl Server {
                     .chain(args.iter().map(String::as_str))
                     .collect();
                 entry.insert("command".into(), json!(argv));
-                if !env.is_empty() {
-                    entry.insert("environment".into(), json!(env));
-                }
+                insert_unless_empty(&mut entry, "environment", env);
                 if let Some(cwd) = cwd {
                     entry.insert("cwd".into(), json!(cwd.to_string_lossy()));
                 }
@@ -99,9 +91,7 @@ impl Server {
             Transport::Http { url, headers } => {
                 entry.insert("type".into(), json!("remote"));
                 entry.insert("url".into(), json!(url));
-                if !headers.is_empty() {
-                    entry.insert("headers".into(), json!(headers));
-                }
+                insert_unless_empty(&mut entry, "headers", headers);
             }
         }
         if self.disabled {
@@ -166,5 +156,19 @@ impl Server {
             out.push_str("  (disabled)");
         }
         out
+    }
+}
+
+/// Puts `value` under `key` unless it is an empty list or map: the client
+/// formats leave empty `args`, `env` and `headers` out.
+fn insert_unless_empty(entry: &mut Map<String, Value>, key: &str, value: impl serde::Serialize) {
+    let value = json!(value);
+    let empty = match &value {
+        Value::Array(items) => items.is_empty(),
+        Value::Object(fields) => fields.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        entry.insert(key.into(), value);
     }
 }
