@@ -21,7 +21,7 @@ use super::protocol::{
     BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, ResourceCallParams,
     RpcError, SearchToolsParams, TOOL_FAILED,
 };
-use crate::exec::{ToolCallObserver, ToolHost};
+use crate::exec::{ToolCallObserver, ToolFailure, ToolHost};
 use crate::sdk::Sdk;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 
@@ -235,6 +235,22 @@ fn count_call(context: &RunContext) -> Result<u32, RpcError> {
     Ok(done)
 }
 
+/// Call number `done` (counted from 0) came back: the run's observer hears
+/// of it, and a failure becomes the worker's error.
+fn call_answered(
+    context: &RunContext,
+    done: u32,
+    result: Result<Value, ToolFailure>,
+) -> Result<Value, RpcError> {
+    if let Some(observer) = &context.observer {
+        observer(done + 1);
+    }
+    result.map_err(|failure| RpcError {
+        code: TOOL_FAILED,
+        message: failure.message,
+    })
+}
+
 /// A call of a resource or prompt function: bound as Monty binds it, counted
 /// like a tool call, read-only.
 async fn resource_call(
@@ -254,13 +270,7 @@ async fn resource_call(
         .map_err(|e| bad(e.to_string()))?;
     let done = count_call(context)?;
     let result = context.tools.resource_call(context.engine, call).await;
-    if let Some(observer) = &context.observer {
-        observer(done + 1);
-    }
-    let value = result.map_err(|failure| RpcError {
-        code: TOOL_FAILED,
-        message: failure.message,
-    })?;
+    let value = call_answered(context, done, result)?;
     Ok(json!({ "value": value }))
 }
 
@@ -285,13 +295,7 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
     if !function.read_only {
         context.side_effects.fetch_add(1, Ordering::Relaxed);
     }
-    if let Some(observer) = &context.observer {
-        observer(done + 1);
-    }
-    let value = result.map_err(|failure| RpcError {
-        code: TOOL_FAILED,
-        message: failure.message,
-    })?;
+    let value = call_answered(context, done, result)?;
     let value = if function.unwrap_result {
         crate::exec::unwrap_result(value)
     } else {
