@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """floor.py: codemcp's cost against a plain MCP client, one connection per process.
 
-    .deps/py2/bin/python bench/floor.py --codemcp PATH [--node-modules DIR] [--runs 3] [-n 200] [...]
+    .deps/py2/bin/python bench/floor.py --codemcp PATH [--node-modules DIR] [--runs 3] [--pairs 3] [-n 200] [...]
 
 latency.py drives several connections from one Python process, so its direct
 baseline pays for the others' event-loop work. Here every measured connection
@@ -13,9 +13,11 @@ the other, never two at once:
                                            c  execute_python everything_get_sum(a=1, b=2)
                                            d  execute_python ten sequential everything_get_sum
 
-Each run starts one direct and one gateway client per protocol mode (`auto`:
-the gateway speaks 2026-07-28; `legacy`: both speak initialize), the order
-alternating between runs. A child warms up, then measures its cases
+Each run starts, per protocol mode (`auto`: the gateway speaks 2026-07-28;
+`legacy`: both speak initialize), --pairs direct and --pairs gateway clients
+in turn, the order alternating; each measures its share of -n. One client
+process can be a third faster or slower than the next on a shared VM, so a
+run's medians pool several. A child warms up, then measures its cases
 round-robin and prints its samples as one JSON line.
 
 Then a traced pass (kept apart, so tracing does not touch the figures above):
@@ -127,14 +129,14 @@ class Bench:
         self.fatal = False
 
     def child(self, kind: str, mode: str, cases: str = "", env: dict[str, str] | None = None,
-              errlog: Path | None = None, n: int | None = None) -> dict[str, Any]:
+              errlog: Path | None = None, n: int | None = None, n_d: int | None = None) -> dict[str, Any]:
         a = self.a
         env = {"CODEMCP_LOG": "warn"} | (env or {})
         cmd = [sys.executable, __file__, "--child", kind, "--mode", mode, "--cases", cases,
                "--codemcp", a.codemcp, "--node-modules", a.node_modules, "--node", self.node,
                "--everything", self.everything, "--config", str(self.config),
                "--errlog", str(errlog or self.errlog), "--env", json.dumps(env),
-               "-n", str(n or a.iterations), "--iterations-d", str(a.iterations_d), "--warmup", str(a.warmup)]
+               "-n", str(n or a.iterations), "--iterations-d", str(n_d or a.iterations_d), "--warmup", str(a.warmup)]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -171,15 +173,20 @@ def measure_runs(b: Bench) -> dict[str, list[dict[str, float | None]]]:
     a = b.a
     per_mode: dict[str, list[dict[str, float | None]]] = {m: [] for m in a.modes}
     protocols: dict[str, str] = {}
+    # A run's samples come from --pairs client processes of each kind, taken in
+    # turn: how fast one process happens to be is pooled with the others.
+    n, n_d = -(-a.iterations // a.pairs), -(-a.iterations_d // a.pairs)
     for run in range(a.runs):
         for mode in a.modes:
-            order = ["direct", "gateway"] if run % 2 == 0 else ["gateway", "direct"]
-            medians: dict[str, float | None] = {}
-            for kind in order:
-                got = b.child(kind, mode, "" if kind == "direct" else "bcd")
-                protocols[f"{kind} {mode}"] = got.get("protocol", "?")
-                for k, xs in got.get("samples", {}).items():
-                    medians[k] = med(xs)
+            samples: dict[str, list[float]] = {}
+            for pair in range(a.pairs):
+                order = ["direct", "gateway"] if (run + pair) % 2 == 0 else ["gateway", "direct"]
+                for kind in order:
+                    got = b.child(kind, mode, "" if kind == "direct" else "bcd", n=n, n_d=n_d)
+                    protocols[f"{kind} {mode}"] = got.get("protocol", "?")
+                    for k, xs in got.get("samples", {}).items():
+                        samples.setdefault(k, []).extend(xs)
+            medians: dict[str, float | None] = {k: med(xs) for k, xs in samples.items()}
             per_mode[mode].append(medians)
             print(f"  run {run + 1} {mode:<6} " + "  ".join(
                 f"{k}={fx(medians.get(k), ' ms', 3)}" for k in "abcd")
@@ -446,6 +453,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--iterations-d", type=int, help="measured runs of d per child (default 100; --quick 10)")
     ap.add_argument("--warmup", type=int, help="warm-up calls per case (default 20; --quick 5)")
     ap.add_argument("--runs", type=int, help="runs of the headline measurement (default 3; --quick 1)")
+    ap.add_argument("--pairs", type=int, help="direct and gateway client processes per run and mode, "
+                    "each measuring its share of -n (default 3; --quick 1)")
     ap.add_argument("--trace-n", type=int, help="measured calls in the traced pass (default 300; --quick 30)")
     ap.add_argument("--modes", default="auto,legacy", help="client modes, comma-separated (default auto,legacy)")
     ap.add_argument("--no-trace", action="store_true", help="skip the traced pass")
@@ -466,6 +475,7 @@ def parse_args() -> argparse.Namespace:
     a.iterations_d = a.iterations_d if a.iterations_d is not None else (10 if q else 100)
     a.warmup = a.warmup if a.warmup is not None else (5 if q else 20)
     a.runs = a.runs if a.runs is not None else (1 if q else 3)
+    a.pairs = max(1, a.pairs if a.pairs is not None else (1 if q else 3))
     a.trace_n = a.trace_n if a.trace_n is not None else (30 if q else 300)
     a.modes = [m for m in a.modes.split(",") if m]
     if any(m not in ("auto", "legacy") for m in a.modes):
@@ -487,8 +497,8 @@ def main() -> int:
     load = os.getloadavg()
     print(f"codemcp floor bench - mcp {lt.pkg_version('mcp')} client, one client process per connection")
     print(f"  binary  {a.codemcp}")
-    print(f"  n = {a.iterations} (a, b, c), {a.iterations_d} (d) per child after {a.warmup} warm-up calls; "
-          f"{a.runs} run(s); modes {', '.join(a.modes)}; logs in {tmp}")
+    print(f"  n = {a.iterations} (a, b, c), {a.iterations_d} (d) per run, from {a.pairs} client process(es) of "
+          f"each kind, each after {a.warmup} warm-up calls; {a.runs} run(s); modes {', '.join(a.modes)}; logs in {tmp}")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
           + ("   - busy machine: expect inflated ratios" if load[0] >= 1.0 else ""), flush=True)
     started = time.monotonic()
