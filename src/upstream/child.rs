@@ -326,6 +326,9 @@ mod tests {
     fn other_request_meta_stays_when_the_progress_token_goes() {
         let traced = [("traceparent", serde_json::json!("00-ab-cd-01"))];
         let sent = serde_json::to_value(without_progress_token(call_request(&traced))).unwrap();
-        assert_eq!(sent["params"]["_meta"], serde_json::json!({"traceparent": "00-ab-cd-01"}));
+        assert_eq!(
+            sent["params"]["_meta"],
+            serde_json::json!({"traceparent": "00-ab-cd-01"})
+        );
     }
 }
