@@ -284,6 +284,32 @@ async fn the_clients_trace_context_reaches_the_upstream_call() {
     assert!(seen_meta(&ran).get("traceparent").is_none(), "{}", ran.text);
 }
 
+#[tokio::test]
+async fn upstream_calls_carry_no_progress_token_over_stdio_or_http() {
+    let port = support::free_port();
+    let _http_upstream = tokio::process::Command::new(python2())
+        .arg(repo().join("tests/servers/meta_server.py"))
+        .args(["--http", &port.to_string()])
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start meta_server over HTTP");
+    support::wait_for_port(port, Duration::from_secs(30)).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let gateway = start_http(json!({"meta": meta_server(), "remote": {"url": url}}), &[]).await;
+    let client = connect(&gateway.url, "unused").await;
+    // Even a client that asks the gateway for progress: that token is ours.
+    let mut meta = MetaObject::new();
+    meta.insert("progressToken".into(), json!("client-token"));
+    for code in ["meta_seen_meta()", "remote_seen_meta()"] {
+        let ran = exec_with_meta(&client, code, Some(meta.clone())).await;
+        let seen = seen_meta(&ran);
+        // The Python SDK hands the token to the tool as `progress_token`.
+        for key in ["progressToken", "progress_token"] {
+            assert!(seen.get(key).is_none(), "{code}: {seen}");
+        }
+    }
+}
+
 /// rotel's collector binary: `CODEMCP_TEST_ROTEL`, else the one the `rotel`
 /// package installed into the mcp 2.x venv (scripts/test-deps.sh).
 fn rotel_agent() -> std::path::PathBuf {

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use rmcp::RoleClient;
-use rmcp::model::{GetExtensions, JsonRpcMessage, RequestMetaObject};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -26,9 +25,6 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a server whose input we closed may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// The `_meta` key of a request's progress token (MCP spec, utilities/progress).
-const PROGRESS_TOKEN: &str = "progressToken";
 
 /// Whether a connection still works, and why not once it does not.
 #[derive(Debug, Default)]
@@ -191,7 +187,7 @@ impl Transport<RoleClient> for ChildTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let sending = self.transport.send(without_progress_token(item));
+        let sending = self.transport.send(item);
         async move {
             let sent = sending.await;
             crate::timing::UPSTREAM_SENT.set();
@@ -216,22 +212,6 @@ impl Transport<RoleClient> for ChildTransport {
         }
         Box::into_pin(child.kill()).await
     }
-}
-
-/// rmcp asks for progress on every request it sends. Nothing here reads an
-/// upstream's progress, and a server given a token answers later (and may
-/// send notifications that would only be dropped), so the token goes.
-fn without_progress_token(mut item: TxJsonRpcMessage<RoleClient>) -> TxJsonRpcMessage<RoleClient> {
-    if let JsonRpcMessage::Request(request) = &mut item {
-        let extensions = request.request.extensions_mut();
-        if let Some(meta) = extensions.get_mut::<RequestMetaObject>() {
-            meta.remove(PROGRESS_TOKEN);
-            if meta.is_empty() {
-                extensions.remove::<RequestMetaObject>();
-            }
-        }
-    }
-    item
 }
 
 impl Drop for ChildTransport {
@@ -297,38 +277,5 @@ mod tests {
     fn sizes_read_well() {
         assert_eq!(human_bytes(16 << 20), "16.0 MiB");
         assert_eq!(human_bytes(1000), "1000 bytes");
-    }
-
-    fn call_request(meta: &[(&str, serde_json::Value)]) -> TxJsonRpcMessage<RoleClient> {
-        use rmcp::model::{
-            CallToolRequestParams, ClientRequest, GetMeta, JsonRpcRequest, NumberOrString,
-            ProgressToken, Request, RequestId,
-        };
-        let mut request =
-            ClientRequest::CallToolRequest(Request::new(CallToolRequestParams::new("t")));
-        request
-            .get_meta_mut()
-            .set_progress_token(ProgressToken(NumberOrString::Number(7)));
-        for (key, value) in meta {
-            request.get_meta_mut().insert((*key).into(), value.clone());
-        }
-        JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(1), request))
-    }
-
-    #[test]
-    fn upstream_requests_go_without_rmcps_progress_token() {
-        let sent = serde_json::to_value(without_progress_token(call_request(&[]))).unwrap();
-        assert_eq!(sent["params"].get("_meta"), None, "{sent}");
-        assert_eq!(sent["params"]["name"], "t");
-    }
-
-    #[test]
-    fn other_request_meta_stays_when_the_progress_token_goes() {
-        let traced = [("traceparent", serde_json::json!("00-ab-cd-01"))];
-        let sent = serde_json::to_value(without_progress_token(call_request(&traced))).unwrap();
-        assert_eq!(
-            sent["params"]["_meta"],
-            serde_json::json!({"traceparent": "00-ab-cd-01"})
-        );
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::UpstreamError;
 use super::child::{ChildTransport, Liveness};
+use super::progress::WithoutProgressToken;
 use crate::config::{ServerConfig, Transport};
 use crate::tooldef::ToolDef;
 
@@ -96,7 +97,7 @@ pub async fn connect(
                 };
                 let (transport, liveness) = spawn_child(&config.name, &child, max_message)?;
                 let service = handler
-                    .serve(transport)
+                    .serve(WithoutProgressToken(transport))
                     .await
                     .map_err(|e| handshake(config, e))?;
                 Ok(Client {
@@ -118,11 +119,11 @@ pub async fn connect(
                 let served = match oauth_client {
                     Some(client) => {
                         let transport = StreamableHttpClientTransport::with_client(client, http);
-                        handler.serve(transport).await
+                        handler.serve(WithoutProgressToken(transport)).await
                     }
                     None => {
                         let transport = StreamableHttpClientTransport::from_config(http);
-                        handler.serve(transport).await
+                        handler.serve(WithoutProgressToken(transport)).await
                     }
                 };
                 // Turned away for want of a (new) login: say which command helps.

@@ -11,6 +11,7 @@
 mod child;
 mod connection;
 pub mod oauth;
+mod progress;
 mod reconfigure;
 pub mod resources;
 mod result;

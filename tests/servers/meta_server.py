@@ -4,10 +4,14 @@ tool calls arrived with, so tests can see the trace context (SEP-414:
 `traceparent`, `tracestate`) a gateway forwards upstream.
 
     seen_meta()   the `_meta` of this very call, as a dict ({} when none came)
+
+    python meta_server.py                # stdio (default)
+    python meta_server.py --http PORT    # Streamable HTTP on http://127.0.0.1:PORT/mcp
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -24,4 +28,10 @@ def seen_meta(ctx: Context) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    server.run()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT/mcp")
+    port = ap.parse_args().http
+    if port:
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run()
