@@ -370,7 +370,6 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
     }
 }
 
-/// Whether `pid` is a live (not zombie) process.
 /// `odd_server.py` serving Streamable HTTP on a free loopback port: the process
 /// (killed on drop) and its MCP URL.
 pub async fn odd_over_http() -> (tokio::process::Child, String) {
@@ -386,6 +385,7 @@ pub async fn odd_over_http() -> (tokio::process::Child, String) {
     (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// Whether `pid` is a live (not zombie) process.
 pub fn process_alive(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/status")) {
         Ok(status) => !status.lines().any(|l| {
