@@ -5,7 +5,7 @@
 //! `odd` test server; stdout, value and error type must match CPython on the
 //! host. A run Monty hands back as unsupported would escalate to CPython in a
 //! real gateway: it is counted, not compared. A snippet marked
-//! `# differs: KEY` may differ, and the README's limitations table must
+//! `# differs: KEY` may differ, and the limitations table in docs/engines.md must
 //! explain KEY; any other difference fails the test.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
@@ -73,9 +73,9 @@ fn corpus() -> Vec<Snippet> {
     files.iter().flat_map(|f| snippets_of(f)).collect()
 }
 
-/// The rows of the README's limitations table.
+/// The rows of the limitations table in docs/engines.md.
 fn limitation_rows() -> Vec<String> {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let readme = std::fs::read_to_string(repo().join("docs/engines.md")).expect("docs/engines.md");
     readme
         .split("\n## Limitations")
         .nth(1)
@@ -184,7 +184,7 @@ async fn every_engine_gives_cpythons_answer_or_a_listed_difference() {
     );
     assert!(
         unlisted.is_empty(),
-        "differences not explained in the README's limitations table:\n{}",
+        "differences not explained in the limitations table (docs/engines.md):\n{}",
         unlisted.join("\n")
     );
 }
@@ -192,7 +192,7 @@ async fn every_engine_gives_cpythons_answer_or_a_listed_difference() {
 #[test]
 fn every_listed_difference_names_a_row_of_the_limitations_table() {
     let rows = limitation_rows();
-    assert!(rows.len() > 3, "the README has a limitations table");
+    assert!(rows.len() > 3, "docs/engines.md has a limitations table");
     for snippet in corpus() {
         if let Some(key) = &snippet.differs {
             assert!(

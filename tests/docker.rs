@@ -205,7 +205,7 @@ result = {{
         );
     } else {
         println!(
-            "not root: the default route Docker < 26 adds on internal networks stays (see README)"
+            "not root: the default route Docker < 26 adds on internal networks stays (see docs/engines.md)"
         );
     }
     assert_ne!(r["loopback"], "ok", "{r}");

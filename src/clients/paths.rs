@@ -1,5 +1,5 @@
 //! Where each client keeps its user-level MCP server list, per OS, as the
-//! clients document it. README "Bring the servers you already have" has the
+//! clients document it. docs/configuration.md "Bring the servers you already have" has the
 //! same table.
 
 use std::path::PathBuf;
