@@ -15,6 +15,7 @@ pub mod sdk;
 pub mod secret;
 pub mod server;
 pub mod telemetry;
+pub mod threads;
 pub mod timing;
 pub mod tooldef;
 pub mod upstream;

@@ -29,8 +29,8 @@ fn main() -> ExitCode {
     let code = std::thread::Builder::new()
         .name("codemcp".into())
         // The runtime's tasks parse agent code on their own stack when it
-        // fits (see `exec::monty::on_big_stack_for`): room for that.
-        .stack_size(codemcp::exec::monty::RUNTIME_STACK)
+        // fits (see `threads::on_big_stack_for`): room for that.
+        .stack_size(codemcp::threads::RUNTIME_STACK)
         .spawn(move || serve(cli));
     let code = match code {
         // A panic was reported on stderr as it happened.
@@ -52,7 +52,7 @@ fn serve(cli: codemcp::cli::Cli) -> ExitCode {
     } else {
         tokio::runtime::Builder::new_multi_thread()
     };
-    builder.thread_stack_size(codemcp::exec::monty::RUNTIME_STACK);
+    builder.thread_stack_size(codemcp::threads::RUNTIME_STACK);
     match builder.enable_all().build() {
         Ok(runtime) => runtime.block_on(codemcp::cli::main(cli)),
         Err(e) => {

@@ -14,8 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::exec::{ErrorKind, Execution};
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RunLabels {
     engine: String,
@@ -136,37 +134,22 @@ pub fn encode() -> Result<String, std::fmt::Error> {
     Ok(text)
 }
 
-/// A run ended (or was refused before it began).
-pub fn run_finished(execution: &Execution, took: Duration) {
-    let outcome = match (&execution.error, execution.parked.is_some()) {
-        (_, true) => "parked",
-        (None, false) => "ok",
-        (Some(error), false) => error_word(error.kind),
-    };
-    let engine = execution.engine.to_owned();
+/// A run ended (or was refused before it began); `outcome` is `ok`,
+/// `parked` or the error's kind (`RunError`'s `ErrorKind::label`).
+pub fn run_finished(engine: &str, outcome: &str, took: Duration) {
     METRICS
         .runs
         .get_or_create(&RunLabels {
-            engine: engine.clone(),
+            engine: engine.to_owned(),
             outcome: outcome.to_owned(),
         })
         .inc();
     METRICS
         .run_seconds
-        .get_or_create(&EngineLabel { engine })
+        .get_or_create(&EngineLabel {
+            engine: engine.to_owned(),
+        })
         .observe(took.as_secs_f64());
-}
-
-fn error_word(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Python => "python_error",
-        ErrorKind::Limit => "limit",
-        ErrorKind::Unsupported => "unsupported",
-        ErrorKind::Input => "input_error",
-        ErrorKind::Preflight => "preflight",
-        ErrorKind::Cancelled => "cancelled",
-        ErrorKind::Internal => "internal_error",
-    }
 }
 
 /// An upstream call returned (`outcome`: `ok`, `error`, `timeout`). Only

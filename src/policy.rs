@@ -17,6 +17,15 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
+/// The policy names a server's `"policy"` rules can match, one per MCP method
+/// (`"resources/*": "deny"` turns a server's resources off).
+pub const POLICY_NAMES: &[&str] = &[
+    "resources/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+];
+
 /// One decision, as the config file and `CODEMCP_POLICY_DEFAULT` spell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -152,7 +161,7 @@ impl Rules {
     /// The resource and prompt methods (`resources/read`, …) always count
     /// as there: what a server offers is only known when it is asked.
     pub fn unmatched<'a>(&'a self, tools: &[&str]) -> Vec<&'a str> {
-        let methods = crate::sdk::resources::POLICY_NAMES;
+        let methods = POLICY_NAMES;
         self.rules
             .iter()
             .filter(|rule| !tools.iter().chain(methods).any(|tool| rule.matches(tool)))

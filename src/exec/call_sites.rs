@@ -92,7 +92,7 @@ pub async fn snippet_calls_safely(code: &str) -> SnippetCalls {
         return SnippetCalls::default();
     }
     let code = code.to_owned();
-    super::monty::on_big_stack_for(code.len(), move || snippet_calls(&code))
+    crate::threads::on_big_stack_for(code.len(), move || snippet_calls(&code))
         .await
         .unwrap_or_default()
 }

@@ -89,7 +89,11 @@ impl Executor {
             execution.engine = self.engine.name();
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        crate::metrics::run_finished(&execution, started.elapsed());
+        crate::metrics::run_finished(
+            execution.engine,
+            execution.outcome_label(),
+            started.elapsed(),
+        );
         execution
     }
 
@@ -188,7 +192,11 @@ impl Executor {
             execution.engine = self.engine.name();
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        crate::metrics::run_finished(&execution, started.elapsed());
+        crate::metrics::run_finished(
+            execution.engine,
+            execution.outcome_label(),
+            started.elapsed(),
+        );
         execution
     }
 

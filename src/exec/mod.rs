@@ -6,7 +6,10 @@
 
 mod build;
 pub mod call_sites;
+#[rustfmt::skip]
+pub(crate) mod cpython_tables;
 mod executor;
+pub mod imports;
 pub mod monty;
 mod parked;
 mod persistence;
@@ -102,6 +105,16 @@ pub struct Execution {
 }
 
 impl Execution {
+    /// How metrics label the way this run ended: `ok`, `parked` or the
+    /// error's kind.
+    pub fn outcome_label(&self) -> &'static str {
+        match (&self.error, self.parked.is_some()) {
+            (_, true) => "parked",
+            (None, false) => "ok",
+            (Some(error), false) => error.kind.label(),
+        }
+    }
+
     /// An empty outcome of `engine`, filled in as the run goes.
     pub fn of(engine: &'static str) -> Self {
         Self {
@@ -199,6 +212,21 @@ pub enum ErrorKind {
     Cancelled,
     /// A fault of the gateway, not of the code.
     Internal,
+}
+
+impl ErrorKind {
+    /// The kind as metrics and logs label it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorKind::Python => "python_error",
+            ErrorKind::Limit => "limit",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Input => "input_error",
+            ErrorKind::Preflight => "preflight",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Internal => "internal_error",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

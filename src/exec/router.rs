@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::monty::classify::{ImportVerdict, classify_import};
+use super::imports::{ImportVerdict, classify_import};
 use super::syntax;
 use super::worker::WorkerEngine;
 use super::{

@@ -18,14 +18,7 @@ pub const GET_PROMPT: &str = "get_prompt";
 /// The four functions, by their Python names.
 pub const FUNCTIONS: &[&str] = &[LIST_RESOURCES, READ_RESOURCE, LIST_PROMPTS, GET_PROMPT];
 
-/// The policy names a server's `"policy"` rules can match, one per MCP method
-/// (`"resources/*": "deny"` turns a server's resources off).
-pub const POLICY_NAMES: &[&str] = &[
-    "resources/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-];
+pub use crate::policy::POLICY_NAMES;
 
 /// One call of a resource or prompt function, its arguments bound.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,11 +3,12 @@
 //!
 //! Error types alone do not tell: a `TypeError` may be a real bug or a dunder
 //! Monty does not dispatch. So the rules look at the phase, the message and
-//! reference tables of what CPython has (`cpython_tables.rs`).
+//! reference tables of what CPython has (`exec/cpython_tables.rs`).
 
 use monty_types::{ExcType, MontyException};
 
-use super::cpython_tables::{BUILTINS, MODULE_ATTRS, STDLIB_MODULES, TYPE_ATTRS};
+use crate::exec::cpython_tables::{BUILTINS, MODULE_ATTRS, TYPE_ATTRS};
+pub use crate::exec::imports::{ImportVerdict, classify_import};
 
 /// What a failure means for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,88 +21,6 @@ pub enum Verdict {
     Unsupported { reason: String },
     /// Probably a Monty gap but CPython might raise the same: report with a hint.
     Suspect { reason: String },
-}
-
-/// Modules that would give agent code OS access; importing them is refused
-/// outright rather than treated as a missing feature.
-pub const DENIED_MODULES: &[&str] = &[
-    "socket",
-    "subprocess",
-    "ctypes",
-    "multiprocessing",
-    "threading",
-    "_thread",
-    "signal",
-    "pty",
-    "fcntl",
-    "resource",
-    "shutil",
-    "tempfile",
-    "io",
-    "posix",
-    "select",
-    "selectors",
-    "ssl",
-    "http",
-    "urllib",
-    "ftplib",
-    "smtplib",
-    "imaplib",
-    "poplib",
-    "telnetlib",
-    "socketserver",
-    "xmlrpc",
-    "webbrowser",
-    "importlib",
-    "builtins",
-    "gc",
-    "inspect",
-    "code",
-    "codeop",
-    "pdb",
-    "mmap",
-    "sqlite3",
-    "dbm",
-    "shelve",
-    "pickle",
-    "marshal",
-    "glob",
-    "fnmatch",
-    "zipimport",
-    "runpy",
-    "sysconfig",
-    "site",
-    "platform",
-    "pwd",
-    "grp",
-    "termios",
-    "tty",
-    "asyncore",
-    "asynchat",
-];
-
-/// How an `import m` that Monty could not resolve should be answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ImportVerdict {
-    /// A module that would reach the OS: refuse with `PermissionError`.
-    Denied,
-    /// In CPython's standard library but not in Monty.
-    Unsupported { reason: String },
-    /// Not a standard module at all: a normal `ModuleNotFoundError`.
-    NotFound,
-}
-
-pub fn classify_import(module: &str) -> ImportVerdict {
-    let top = module.split('.').next().unwrap_or(module);
-    if DENIED_MODULES.contains(&top) {
-        ImportVerdict::Denied
-    } else if STDLIB_MODULES.binary_search(&top).is_ok() {
-        ImportVerdict::Unsupported {
-            reason: format!("the standard-library module '{module}'"),
-        }
-    } else {
-        ImportVerdict::NotFound
-    }
 }
 
 /// A name the agent called or read that is neither defined nor a tool.
@@ -236,6 +155,7 @@ fn feature_from_message(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::cpython_tables::STDLIB_MODULES;
 
     fn exc(t: ExcType, msg: &str) -> MontyException {
         MontyException::new(t, Some(msg.into()))
@@ -245,21 +165,6 @@ mod tests {
     fn tables_are_sorted_for_binary_search() {
         assert!(STDLIB_MODULES.windows(2).all(|w| w[0] <= w[1]));
         assert!(BUILTINS.windows(2).all(|w| w[0] <= w[1]));
-    }
-
-    #[test]
-    fn imports_split_into_denied_unsupported_and_missing() {
-        assert_eq!(classify_import("subprocess"), ImportVerdict::Denied);
-        assert_eq!(classify_import("urllib.request"), ImportVerdict::Denied);
-        assert!(matches!(
-            classify_import("statistics"),
-            ImportVerdict::Unsupported { .. }
-        ));
-        assert!(matches!(
-            classify_import("enum"),
-            ImportVerdict::Unsupported { .. }
-        ));
-        assert_eq!(classify_import("pandas"), ImportVerdict::NotFound);
     }
 
     #[test]

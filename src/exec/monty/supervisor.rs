@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::driver::Finished;
+use super::inprocess::Session;
 use super::memory::SessionSlot;
 use super::runaway::{Overrun, RunWatch, Runaways};
-use super::{CEILING_POLL, Session};
+use super::shared::CEILING_POLL;
 
 pub(super) enum ThreadResult {
     Finished {

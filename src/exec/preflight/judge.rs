@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::Problem;
 use super::literal::{Literal, certain_type, literal, mismatched, python_type};
 use super::scan::{Call, Scan};
-use crate::exec::monty::cpython_tables::BUILTINS;
+use crate::exec::cpython_tables::BUILTINS;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction};
 

@@ -119,7 +119,7 @@ impl Checked {
 /// syntax tree recurse as deep as the code nests, which the agent controls.
 /// Nothing is found if it could not run.
 pub async fn check_safely(code: String, sdk: Arc<Sdk>, earlier: Vec<String>) -> Checked {
-    super::monty::on_big_stack_for(code.len(), move || check(&code, &sdk, &earlier))
+    crate::threads::on_big_stack_for(code.len(), move || check(&code, &sdk, &earlier))
         .await
         .unwrap_or_default()
 }

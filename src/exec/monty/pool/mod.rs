@@ -31,7 +31,7 @@ use super::convert::to_json;
 use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::OutputCapture;
-use super::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
+use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
 use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls_safely};
 use crate::exec::session_table::SessionTable;
 use crate::exec::{

@@ -1,0 +1,108 @@
+//! Which imports agent code may make, decided before any engine runs the
+//! snippet: modules that would reach the OS are refused, standard modules
+//! Monty lacks go to CPython, anything else is simply not there. Shared by
+//! the router (before a run) and the Monty engines (at an import).
+
+use super::cpython_tables::STDLIB_MODULES;
+
+/// Modules that would give agent code OS access; importing them is refused
+/// outright rather than treated as a missing feature.
+pub const DENIED_MODULES: &[&str] = &[
+    "socket",
+    "subprocess",
+    "ctypes",
+    "multiprocessing",
+    "threading",
+    "_thread",
+    "signal",
+    "pty",
+    "fcntl",
+    "resource",
+    "shutil",
+    "tempfile",
+    "io",
+    "posix",
+    "select",
+    "selectors",
+    "ssl",
+    "http",
+    "urllib",
+    "ftplib",
+    "smtplib",
+    "imaplib",
+    "poplib",
+    "telnetlib",
+    "socketserver",
+    "xmlrpc",
+    "webbrowser",
+    "importlib",
+    "builtins",
+    "gc",
+    "inspect",
+    "code",
+    "codeop",
+    "pdb",
+    "mmap",
+    "sqlite3",
+    "dbm",
+    "shelve",
+    "pickle",
+    "marshal",
+    "glob",
+    "fnmatch",
+    "zipimport",
+    "runpy",
+    "sysconfig",
+    "site",
+    "platform",
+    "pwd",
+    "grp",
+    "termios",
+    "tty",
+    "asyncore",
+    "asynchat",
+];
+
+/// How an `import m` that Monty could not resolve should be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportVerdict {
+    /// A module that would reach the OS: refuse with `PermissionError`.
+    Denied,
+    /// In CPython's standard library but not in Monty.
+    Unsupported { reason: String },
+    /// Not a standard module at all: a normal `ModuleNotFoundError`.
+    NotFound,
+}
+
+pub fn classify_import(module: &str) -> ImportVerdict {
+    let top = module.split('.').next().unwrap_or(module);
+    if DENIED_MODULES.contains(&top) {
+        ImportVerdict::Denied
+    } else if STDLIB_MODULES.binary_search(&top).is_ok() {
+        ImportVerdict::Unsupported {
+            reason: format!("the standard-library module '{module}'"),
+        }
+    } else {
+        ImportVerdict::NotFound
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_split_into_denied_unsupported_and_missing() {
+        assert_eq!(classify_import("subprocess"), ImportVerdict::Denied);
+        assert_eq!(classify_import("urllib.request"), ImportVerdict::Denied);
+        assert!(matches!(
+            classify_import("statistics"),
+            ImportVerdict::Unsupported { .. }
+        ));
+        assert!(matches!(
+            classify_import("enum"),
+            ImportVerdict::Unsupported { .. }
+        ));
+        assert_eq!(classify_import("pandas"), ImportVerdict::NotFound);
+    }
+}

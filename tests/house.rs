@@ -1,0 +1,103 @@
+//! House rules that nothing else checks: source files stay under the size a
+//! reader can hold, and the settings page lists exactly the settings clap
+//! knows (the page is what operators read; `--help` is what the binary does).
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 700;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir`, leaving out test modules kept in their own
+/// files (`tests.rs`, anything under a `tests/` folder).
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "tests" && name != "target" {
+                sources(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") && name != "tests.rs" {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_source_file_passes_700_lines() {
+    let mut files = Vec::new();
+    for dir in ["src", "crates"] {
+        sources(&repo().join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "found the sources ({})", files.len());
+    let too_long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).ok()?.lines().count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(
+        too_long.is_empty(),
+        "split these by responsibility (limit {MAX_LINES} lines): {too_long:?}"
+    );
+}
+
+/// `CODEMCP_*` names in `text`.
+fn variables(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("CODEMCP_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        found.insert(tail[..end].trim_end_matches('_').to_owned());
+        rest = &tail[end..];
+    }
+    found
+}
+
+#[test]
+fn settings_page_lists_exactly_the_settings_clap_knows() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_codemcp"))
+        .arg("--help")
+        .output()
+        .expect("codemcp --help runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let in_help: BTreeSet<String> = help
+        .split("[env: ")
+        .skip(1)
+        .filter_map(|s| s.split(['=', ']']).next())
+        .map(str::to_owned)
+        .collect();
+    assert!(in_help.len() > 30, "clap lists the settings: {in_help:?}");
+    let page = std::fs::read_to_string(repo().join("docs/settings.md")).expect("docs/settings.md");
+    let rows: BTreeSet<String> = page
+        .lines()
+        .filter(|l| l.starts_with("| `CODEMCP_"))
+        .flat_map(variables)
+        .collect();
+    let missing: Vec<_> = in_help.difference(&rows).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/settings.md lacks rows for {missing:?}"
+    );
+    // CODEMCP_LOG is read by the logger before clap runs, so it has no flag.
+    let unknown: Vec<_> = rows
+        .difference(&in_help)
+        .filter(|v| *v != "CODEMCP_LOG")
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/settings.md names settings clap does not know: {unknown:?}"
+    );
+}
