@@ -192,3 +192,33 @@ fn servers_are_described_by_what_they_are_for() {
     );
     assert!(!purpose.chars().any(|c| c.is_ascii_digit()), "{slack}");
 }
+
+/// A real gateway over real peers, at the default budget: `initialize`'s instructions and the
+/// tool description each fit in 2,048 characters and name both servers, the `session` rule
+/// and `search_tools`.
+#[tokio::test]
+async fn the_gateway_instructions_and_description_name_every_server_within_2048() {
+    let root = tempfile::tempdir().unwrap();
+    let setup = support::Setup::new(serde_json::json!({
+        "everything": support::everything(),
+        "fs": support::filesystem(root.path()),
+    }));
+    let client = setup
+        .stdio(&[("CODEMCP_DESCRIPTION_BUDGET", "2048")])
+        .await;
+    let instructions = client
+        .service
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    let description = client.description().await;
+    for text in [&instructions, &description] {
+        assert!(text.chars().count() <= codemcp::sdk::HEAD_CHARS, "{text}");
+        // Still connecting at `initialize`, or connected with their tool counts.
+        assert!(text.contains("\neverything ("), "{text}");
+        assert!(text.contains("\nfs ("), "{text}");
+        assert!(text.contains("pass `session`"), "{text}");
+        assert!(text.contains("search_tools(query"), "{text}");
+    }
+    assert!(description.contains("\nSignatures ("), "{description}");
+}
