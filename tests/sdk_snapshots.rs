@@ -203,9 +203,7 @@ async fn the_gateway_instructions_and_description_name_every_server_within_2048(
         "everything": support::everything(),
         "fs": support::filesystem(root.path()),
     }));
-    let client = setup
-        .stdio(&[("CODEMCP_DESCRIPTION_BUDGET", "2048")])
-        .await;
+    let client = setup.stdio(&[("CODEMCP_DESCRIPTION_BUDGET", "2048")]).await;
     let instructions = client
         .service
         .peer_info()

@@ -304,10 +304,7 @@ pub fn purposes<'a>(
     by_server
         .iter()
         .map(|(server, fs)| {
-            let said = about
-                .get(*server)
-                .map(|text| summary(text).trim_end_matches('.').to_owned())
-                .filter(|s| !s.is_empty());
+            let said = about.get(*server).and_then(|text| said(text));
             let purpose = match said {
                 Some(s) => Purpose::Said(s),
                 None => Purpose::Terms(derived(
@@ -321,6 +318,23 @@ pub fn purposes<'a>(
             (*server, purpose)
         })
         .collect()
+}
+
+/// The first sentence of what a server says about itself, past Markdown headings; `None`
+/// when it is about the text rather than the server ("These instructions are written for…").
+fn said(text: &str) -> Option<String> {
+    let prose: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !(l.starts_with('#') || l.starts_with("---") || l.starts_with("==="))
+        })
+        .collect();
+    let sentence = summary(&prose.join("\n"));
+    let sentence = sentence.trim_end_matches('.');
+    let lower = sentence.to_lowercase();
+    let meta = lower.contains("instruction") || lower.starts_with("audience");
+    (!sentence.is_empty() && !meta).then(|| sentence.to_owned())
 }
 
 /// How one server's tools use a term: in how many, and how prominently in all.
@@ -377,6 +391,21 @@ fn derived(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_server_says_skips_headings_and_text_about_itself() {
+        assert_eq!(
+            said("# Postgres\n\nRead-only access to a database. Use query().").as_deref(),
+            Some("Read-only access to a database")
+        );
+        assert_eq!(
+            said(
+                "# Everything Server – Server Instructions\n\nAudience: These instructions are written for an LLM."
+            ),
+            None
+        );
+        assert_eq!(said("  \n"), None);
+    }
 
     #[test]
     fn terms_fit_whole_and_sentences_at_a_word() {

@@ -189,7 +189,9 @@ fn server(i: usize) -> (String, Vec<String>, Option<String>) {
     let k = i - SERVERS.len();
     let (domain, entities) = DOMAINS[k % DOMAINS.len()];
     let prefix = PREFIXES[(k / DOMAINS.len()) % PREFIXES.len()];
-    let about = (k % 2 == 0).then(|| format!("The {prefix} {domain} system's API."));
+    let about = k
+        .is_multiple_of(2)
+        .then(|| format!("The {prefix} {domain} system's API."));
     (
         format!("{prefix}-{domain}"),
         entities.iter().map(|e| (*e).to_owned()).collect(),
