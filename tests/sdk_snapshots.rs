@@ -3,6 +3,10 @@
 //! for the peers the other tests run (server-everything, -filesystem and -memory, and our own
 //! `odd_server.py` and `broken_server.py`), pinned as `insta` snapshots in `tests/snapshots/`.
 //!
+//! Also generated catalogs (`sdk_snapshots/synthetic.rs`: 1, 2, 5 and 36 tools, 36 servers
+//! with 624 tools, 100 servers with 1,000 tools) as a client that keeps 2,048 characters
+//! shows them, and what must be within those characters at every size.
+//!
 //! A change in what the model sees fails here and shows up in review as a diff of those files.
 //! To accept an intended change: `cargo insta review` (from `cargo install cargo-insta`), or
 //! rerun with `INSTA_UPDATE=always` and read `git diff tests/snapshots/`. With `CI=true` insta
