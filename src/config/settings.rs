@@ -38,10 +38,10 @@ pub struct Settings {
     #[arg(value_name = "FORMAT", default_value = "compact")]
     #[arg(global = true, value_parser = Lenient::new(output))]
     pub output: OutputFormat,
-    /// Characters available for the `execute_python` tool description (tuned
-    /// with `bench/tokens`).
+    /// Characters available for the `execute_python` tool description: the
+    /// default is what Claude Code keeps; raise it for clients that keep more.
     #[arg(long = "description-budget", env = "CODEMCP_DESCRIPTION_BUDGET")]
-    #[arg(value_name = "CHARS", default_value = "8000")]
+    #[arg(value_name = "CHARS", default_value = "2048")]
     #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
     pub description_budget: usize,
     #[command(flatten)]

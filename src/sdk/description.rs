@@ -1,32 +1,219 @@
-//! The `execute_python` description: the calling contract, then one line per tool, or a
-//! compact index of the tools when that would not fit in the budget.
+//! The `execute_python` description and the gateway's `instructions`, laid out for clients
+//! that cut them (Claude Code keeps the first 2,048 characters of each): that head holds the
+//! calling contract, the `session` rule, every server with its tool count and purpose, and
+//! where the rest is; signatures follow, most useful first, as far as the budget goes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::SdkFunction;
 use super::naming::words;
+use super::purpose::{Purpose, purposes};
+use super::servers::{Entry, Form, block, names_cut};
 use super::shared_types::SharedTypes;
-use super::summary::{one_line, truncate_words};
+
+/// What the strictest widely used client keeps of a tool description or of `instructions`.
+pub const HEAD_CHARS: usize = 2_048;
 
 /// Longer defaults are `...` in the description's one-line signatures (the stub and
 /// `describe_tool` show them in full).
 const LINE_DEFAULT_CHARS: usize = 24;
-const SERVER_LABEL_CHARS: usize = 60;
 
-const INTRO: &str = "\
-Run Python (a sandboxed subset). Each function below calls an upstream MCP tool (keyword or positional arguments) \
-and returns its structured result as a dict if it has one, else its text as a str; a failed call raises ToolError (str(e) is the upstream's message).
-Calls are synchronous; `await asyncio.gather(f(...), g(...))` runs them concurrently.
-You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.
-State persists across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue. search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas.
+const CONTRACT: &str = "\
+Run Python (a sandboxed subset). Each upstream MCP tool is a function `server_tool(...)` taking keyword or positional arguments; \
+it returns the tool's structured result as a dict if it has one, else its text as a str, and a failed call raises ToolError (str(e) is the upstream's message). \
+Calls are synchronous; `await asyncio.gather(f(...), g(...))` runs them concurrently. \
+You see only what you print plus the last expression (or a variable `result`): filter and aggregate in Python.";
+
+const CONTRACT_SHORT: &str = "\
+Run Python (a sandboxed subset). Each MCP tool is a function `server_tool(...)` returning its structured result as a dict, else its text as a str; \
+failures raise ToolError. Calls are synchronous (`asyncio.gather` runs them concurrently). You see only prints and the last expression: filter in Python.";
+
+const SESSION: &str = "\
+To keep variables between calls, pass `session`: the ID in the previous result's last line [session: ID] \
+(clients that open a new MCP session per call need it).";
+
+const POINTER: &str = "\
+search_tools(query, limit=10) finds tools; describe_tool(name) gives a tool's docs and schemas; the resource codemcp://sdk.pyi has every signature. \
 Resources and prompts: list_resources(server=None), read_resource(server, uri) (str; binary: {mimeType, base64}), list_prompts(server=None), get_prompt(server, name, **arguments).";
 
-const INTRO_NO_TOOLS: &str = "\
-Run Python code. No upstream tools are connected right now; plain Python still runs.
-The snippet's result is its last expression, or a variable named `result`, plus anything printed.
-Variables, functions and imports persist across calls: each result ends with [session: ID]; pass that ID back as the `session` argument to continue.";
+const POINTER_SHORT: &str = "\
+search_tools(query), describe_tool(name) and the resource codemcp://sdk.pyi give signatures; \
+also list_resources, read_resource(server, uri), list_prompts, get_prompt.";
 
-const INDEX_TAIL: &str = "Signatures are omitted to save space: use search_tools(query) to find a tool and describe_tool(name) for its signature.";
+const LEAD: &str = "\
+codemcp: the execute_python tool runs Python in which every tool of the servers below is a function `server_tool(...)`; its description has the calling contract.";
+
+const NO_TOOLS: &str = "\
+Run Python code. No upstream tools are connected right now; plain Python still runs.
+The snippet's result is its last expression, or a variable named `result`, plus anything printed.";
+
+/// The catalog as the head describes it.
+pub struct Servers<'a> {
+    by_server: BTreeMap<&'a str, Vec<&'a SdkFunction>>,
+    purposes: BTreeMap<&'a str, Purpose>,
+    total: usize,
+}
+
+impl<'a> Servers<'a> {
+    pub fn new(functions: &'a [SdkFunction], about: &BTreeMap<String, String>) -> Self {
+        let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
+        for f in functions {
+            by_server.entry(f.server.as_str()).or_default().push(f);
+        }
+        let purposes = purposes(&by_server, about);
+        Servers {
+            by_server,
+            purposes,
+            total: functions.len(),
+        }
+    }
+
+    fn entries(&self, connecting: &'a [String]) -> Vec<Entry<'_>> {
+        let mut entries: Vec<Entry> = self
+            .by_server
+            .iter()
+            .map(|(name, fs)| Entry {
+                name,
+                tools: fs.len(),
+                purpose: self.purposes.get(name),
+            })
+            .collect();
+        entries.extend(
+            connecting
+                .iter()
+                .filter(|c| !self.by_server.contains_key(c.as_str()))
+                .map(|c| Entry {
+                    name: c,
+                    tools: 0,
+                    purpose: None,
+                }),
+        );
+        entries.sort_by(|a, b| a.name.cmp(b.name));
+        entries
+    }
+}
+
+/// `first`, the session rule, the servers and the pointer, in at most `room` characters
+/// when that can be done: the texts and the servers' part shrink in turn until it fits.
+fn head(first: Option<&str>, servers: &Servers, connecting: &[String], room: usize) -> String {
+    let entries = servers.entries(connecting);
+    // Below 12 characters a purpose says too little to be worth its line.
+    let ladder: [(&str, &str, Form); 5] = [
+        (CONTRACT, POINTER, Form::Purposes(40)),
+        (CONTRACT_SHORT, POINTER_SHORT, Form::Purposes(20)),
+        (CONTRACT_SHORT, POINTER_SHORT, Form::Purposes(12)),
+        (CONTRACT_SHORT, POINTER_SHORT, Form::Counts),
+        (CONTRACT_SHORT, POINTER_SHORT, Form::Names),
+    ];
+    let assemble = |contract: &str, pointer: &str, block: &str| {
+        format!(
+            "{}\n{SESSION}\n\n{block}\n\n{pointer}",
+            first.unwrap_or(contract)
+        )
+    };
+    for (contract, pointer, form) in ladder {
+        let fixed = assemble(contract, pointer, "").chars().count();
+        if let Some(text) = room
+            .checked_sub(fixed)
+            .and_then(|left| block(&entries, servers.total, form, left))
+        {
+            return assemble(contract, pointer, &text);
+        }
+    }
+    let fixed = assemble(CONTRACT_SHORT, POINTER_SHORT, "").chars().count();
+    let text = names_cut(&entries, servers.total, room.saturating_sub(fixed));
+    assemble(CONTRACT_SHORT, POINTER_SHORT, &text)
+}
+
+/// The gateway's `instructions`: the head, led by what codemcp is, naming the servers still
+/// connecting too (`initialize` does not wait for them).
+pub fn instructions(servers: &Servers, connecting: &[String], budget: usize) -> String {
+    head(Some(LEAD), servers, connecting, budget.min(HEAD_CHARS))
+}
+
+/// The `execute_python` description: the head, then as many signatures as fit in `budget`,
+/// most useful first (all of them, with their shared result types, when they all fit).
+pub fn description(functions: &[SdkFunction], servers: &Servers, budget: usize) -> String {
+    if functions.is_empty() {
+        return format!("{NO_TOOLS}\n{SESSION}");
+    }
+    let head = head(None, servers, &[], budget.min(HEAD_CHARS));
+    let used = head.chars().count();
+    let shared = SharedTypes::find(functions);
+    let lines: Vec<String> = functions.iter().map(|f| tool_line(f, &shared)).collect();
+    let types = shared
+        .definitions()
+        .map(|d| format!("\n\nResult types (dicts): {}", terse(&d)))
+        .unwrap_or_default();
+    let all = format!(
+        "{types}\n\nFunctions ({}):\n{}",
+        functions.len(),
+        lines.join("\n")
+    );
+    if used + all.chars().count() <= budget {
+        return head + &all;
+    }
+    head + &some_signatures(functions, budget.saturating_sub(used))
+}
+
+/// As many signatures as fit in `room`, most useful first; result types written in place.
+fn some_signatures(functions: &[SdkFunction], room: usize) -> String {
+    let none = SharedTypes::find(&[]);
+    let title = |shown: usize| {
+        format!(
+            "\n\nSignatures ({shown} of {}, most useful first):",
+            functions.len()
+        )
+    };
+    let mut body = String::new();
+    let mut shown = 0;
+    let mut used = title(functions.len()).chars().count();
+    for f in useful_order(functions) {
+        let line = format!("\n{}", tool_line(f, &none));
+        let n = line.chars().count();
+        if used + n <= room {
+            used += n;
+            body.push_str(&line);
+            shown += 1;
+        }
+    }
+    if shown == 0 {
+        return String::new();
+    }
+    title(shown) + &body
+}
+
+/// Per server, the tools that find and read things first (the usual first step), allowed
+/// before asked, then by name; the servers taking turns, so that every one is shown.
+fn useful_order(functions: &[SdkFunction]) -> Vec<&SdkFunction> {
+    const FIRST_STEPS: &[&str] = &[
+        "search", "list", "get", "read", "find", "query", "fetch", "lookup", "describe",
+    ];
+    let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
+    for f in functions {
+        by_server.entry(f.server.as_str()).or_default().push(f);
+    }
+    for fs in by_server.values_mut() {
+        fs.sort_by_key(|f| {
+            let verb = words(&f.tool).into_iter().next().unwrap_or_default();
+            (
+                !FIRST_STEPS.contains(&verb.as_str()),
+                !f.read_only,
+                f.policy != crate::policy::Decision::Allow,
+                f.py_name.clone(),
+            )
+        });
+    }
+    let mut out = Vec::with_capacity(functions.len());
+    for turn in 0.. {
+        let before = out.len();
+        out.extend(by_server.values().filter_map(|fs| fs.get(turn).copied()));
+        if out.len() == before {
+            break;
+        }
+    }
+    out
+}
 
 /// `dict[str, Any]` → `dict` and `list[Any]` → `list` outside string literals: the same
 /// types in fewer tokens, for the description (the stub keeps the long forms).
@@ -56,8 +243,8 @@ fn terse(hint: &str) -> String {
     out
 }
 
-/// One line per tool. `-> str` is left out: the intro says a call without a declared result
-/// returns the text.
+/// One line per tool. `-> str` is left out: the contract says a call without a declared
+/// result returns the text.
 fn tool_line(f: &SdkFunction, shared: &SharedTypes) -> String {
     let call = f.call_signature(LINE_DEFAULT_CHARS);
     let signature = match &f.return_hint {
@@ -72,189 +259,6 @@ fn tool_line(f: &SdkFunction, shared: &SharedTypes) -> String {
     } else {
         format!("{signature}  # {}", f.summary)
     }
-}
-
-/// The `execute_python` description: the calling contract, then one line per tool, or a
-/// compact per-server index of names when that would not fit in `budget`.
-pub fn description(functions: &[SdkFunction], budget: usize) -> String {
-    if functions.is_empty() {
-        return INTRO_NO_TOOLS.to_owned();
-    }
-    let shared = SharedTypes::find(functions);
-    let lines: Vec<String> = functions.iter().map(|f| tool_line(f, &shared)).collect();
-    let types = shared
-        .definitions()
-        .map(|d| format!("\n\nResult types (dicts): {}", terse(&d)))
-        .unwrap_or_default();
-    let full = format!(
-        "{INTRO}{types}\n\nFunctions ({}):\n{}",
-        functions.len(),
-        lines.join("\n")
-    );
-    if full.chars().count() <= budget {
-        return full;
-    }
-    compact_index(functions, budget)
-}
-
-/// Above the budget the index stays this small (after the intro) however many tools there are:
-/// 1,000 tool names would cost more context than the signatures of a small catalog.
-const INDEX_MAX_CHARS: usize = 2_400;
-
-/// Words of tool names that say what a tool does, not what it is about.
-const GENERIC_WORDS: &[&str] = &[
-    "get", "list", "create", "update", "delete", "remove", "add", "set", "search", "find", "read",
-    "write", "fetch", "archive", "restore", "export", "import", "count", "history", "by", "all",
-    "of", "to", "for", "the", "and", "with", "from", "new", "in", "on", "a", "an", "is",
-];
-
-fn compact_index(functions: &[SdkFunction], budget: usize) -> String {
-    let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
-    for f in functions {
-        by_server.entry(f.server.as_str()).or_default().push(f);
-    }
-    let budget = budget.min(INTRO.chars().count() + INDEX_MAX_CHARS);
-    names_index(&by_server, functions.len(), budget)
-        .unwrap_or_else(|| topics_index(&by_server, functions.len(), budget))
-}
-
-fn server_label(server: &str) -> String {
-    let label = truncate_words(&one_line(server), SERVER_LABEL_CHARS);
-    if label.is_empty() {
-        "(unnamed)".to_owned()
-    } else {
-        label
-    }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// Every tool name, grouped by server, when all of them fit in `budget`.
-fn names_index(
-    by_server: &BTreeMap<&str, Vec<&SdkFunction>>,
-    total: usize,
-    budget: usize,
-) -> Option<String> {
-    let mut out = format!("{INTRO}\n\nTools by server ({total} tools):");
-    for (server, fs) in by_server {
-        let names: Vec<&str> = fs.iter().map(|f| f.py_name.as_str()).collect();
-        out.push_str(&format!(
-            "\n{} ({}): {}",
-            server_label(server),
-            plural(names.len(), "tool", "tools"),
-            names.join(", ")
-        ));
-    }
-    out.push('\n');
-    out.push_str(INDEX_TAIL);
-    (out.chars().count() <= budget).then_some(out)
-}
-
-/// Per server, the words its tool names are about, most common first, with how many tools
-/// mention each: a map for `search_tools` queries, of bounded size.
-fn topics_index(
-    by_server: &BTreeMap<&str, Vec<&SdkFunction>>,
-    total: usize,
-    budget: usize,
-) -> String {
-    let mut out = format!(
-        "{INTRO}\n\n{} on {}, too many to list. Servers and the topics of their tools (tools per topic):",
-        plural(total, "tool", "tools"),
-        plural(by_server.len(), "server", "servers")
-    );
-    let mut used = out.chars().count();
-    let reserve = INDEX_TAIL.chars().count()
-        + format!(
-            "\n… {} more servers ({total} tools) not listed.\n",
-            by_server.len()
-        )
-        .len();
-    let available = budget.saturating_sub(reserve);
-    let mut omitted = (0usize, 0usize);
-    for (i, (server, fs)) in by_server.iter().enumerate() {
-        let header = format!(
-            "\n{} ({})",
-            server_label(server),
-            plural(fs.len(), "tool", "tools")
-        );
-        if used + header.chars().count() > available {
-            omitted = (
-                by_server.len() - i,
-                by_server.values().skip(i).map(Vec::len).sum(),
-            );
-            break;
-        }
-        // Later servers keep room for at least their headers.
-        let later = (by_server.len() - i - 1) * 24;
-        let room = available.saturating_sub(used + later);
-        let mut line = header;
-        for (n, (word, count)) in topics(server, fs).into_iter().enumerate() {
-            let piece = format!("{}{word} {count}", if n == 0 { ": " } else { ", " });
-            if line.chars().count() + piece.chars().count() + ", …".len() > room {
-                line.push_str(if n == 0 { ": …" } else { ", …" });
-                break;
-            }
-            line.push_str(&piece);
-        }
-        used += line.chars().count();
-        out.push_str(&line);
-    }
-    if omitted.0 > 0 {
-        out.push_str(&format!(
-            "\n… {} ({}) not listed.",
-            plural(omitted.0, "more server", "more servers"),
-            plural(omitted.1, "tool", "tools")
-        ));
-    }
-    out.push('\n');
-    out.push_str(INDEX_TAIL);
-    out
-}
-
-/// `(word, tools whose name has it)`, most common first, then alphabetical.
-fn topics(server: &str, functions: &[&SdkFunction]) -> Vec<(String, usize)> {
-    let own: BTreeSet<String> = words(server).into_iter().collect();
-    let all: BTreeSet<String> = functions.iter().flat_map(|f| words(&f.tool)).collect();
-    // `invoices` counts as `invoice` when both occur.
-    let singular = |w: String| -> String {
-        let candidates = [
-            w.strip_suffix("ies").map(|b| format!("{b}y")),
-            w.strip_suffix("es").map(str::to_owned),
-            w.strip_suffix('s').map(str::to_owned),
-        ];
-        candidates
-            .into_iter()
-            .flatten()
-            .find(|c| c.len() > 1 && all.contains(c))
-            .unwrap_or(w)
-    };
-    // `v2`, `v10`: version markers say nothing about what a server does.
-    let is_version_word = |w: &str| {
-        w.strip_prefix('v')
-            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
-    };
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for f in functions {
-        let distinct: BTreeSet<String> = words(&f.tool)
-            .into_iter()
-            .map(singular)
-            .filter(|w| {
-                w.len() > 1
-                    && !w.chars().all(|c| c.is_ascii_digit())
-                    && !own.contains(w)
-                    && !GENERIC_WORDS.contains(&w.as_str())
-                    && !is_version_word(w)
-            })
-            .collect();
-        for w in distinct {
-            *counts.entry(w).or_default() += 1;
-        }
-    }
-    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ranked
 }
 
 #[cfg(test)]

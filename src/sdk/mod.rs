@@ -11,16 +11,21 @@ mod bind;
 mod description;
 mod function;
 pub mod naming;
+mod purpose;
 pub mod resources;
 mod search;
+mod servers;
 mod shared_types;
 mod stub;
 mod summary;
 mod types;
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 pub use bind::BindError;
+pub use description::HEAD_CHARS;
 pub use function::{Param, SdkFunction};
 pub use resources::{ResourceArgError, ResourceCall};
 pub use search::SearchHit;
@@ -50,6 +55,11 @@ pub struct Sdk {
     /// The last description rendered, with its budget: rmcp asks for the tool
     /// (description included) on every HTTP request, and the SDK never changes.
     description: std::sync::OnceLock<(usize, String)>,
+    /// The `instructions` rendered, with their budget (asked at every `initialize`).
+    instructions: std::sync::OnceLock<(usize, String)>,
+    /// What each server says it is for (its `instructions` or `serverInfo.description`),
+    /// by server name; servers that say nothing are described by their tools.
+    about: BTreeMap<String, String>,
     /// Servers whose first connection is still being made. Only errors read
     /// it: the description, stub and search stay a function of the tools.
     connecting: Vec<Connecting>,
@@ -115,8 +125,18 @@ impl Sdk {
             index,
             server_prefixes,
             description: std::sync::OnceLock::new(),
+            instructions: std::sync::OnceLock::new(),
+            about: BTreeMap::new(),
             connecting: Vec::new(),
         }
+    }
+
+    /// The same SDK, knowing what each server says it is for (see [`Sdk::description`]).
+    pub fn with_about(mut self, about: BTreeMap<String, String>) -> Sdk {
+        self.about = about;
+        self.description = std::sync::OnceLock::new();
+        self.instructions = std::sync::OnceLock::new();
+        self
     }
 
     /// The same SDK, knowing which servers are still connecting.
@@ -152,18 +172,36 @@ impl Sdk {
     }
 
     /// The `execute_python` tool description, at most about `budget_chars` characters (the
-    /// calling contract is always included, even when it alone exceeds the budget).
+    /// calling contract is always included, even when it alone exceeds the budget). Its
+    /// first [`HEAD_CHARS`] characters name every server, what it is for, and where the
+    /// signatures are; signatures fill the rest of the budget, most useful first.
     pub fn description(&self, budget_chars: usize) -> String {
-        let (budget, text) = self.description.get_or_init(|| {
-            (
-                budget_chars,
-                description::description(&self.functions, budget_chars),
-            )
-        });
+        let render = || {
+            let servers = description::Servers::new(&self.functions, &self.about);
+            description::description(&self.functions, &servers, budget_chars)
+        };
+        let (budget, text) = self.description.get_or_init(|| (budget_chars, render()));
         if *budget == budget_chars {
             text.clone()
         } else {
-            description::description(&self.functions, budget_chars)
+            render()
+        }
+    }
+
+    /// The gateway's `instructions` (for `initialize` and `server/discover`): every server,
+    /// those still connecting included, within `budget_chars` and [`HEAD_CHARS`].
+    pub fn instructions(&self, budget_chars: usize) -> String {
+        let render = || {
+            let servers = description::Servers::new(&self.functions, &self.about);
+            let connecting: Vec<String> =
+                self.connecting.iter().map(|c| c.server.clone()).collect();
+            description::instructions(&servers, &connecting, budget_chars)
+        };
+        let (budget, text) = self.instructions.get_or_init(|| (budget_chars, render()));
+        if *budget == budget_chars {
+            text.clone()
+        } else {
+            render()
         }
     }
 

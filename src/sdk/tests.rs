@@ -245,17 +245,21 @@ fn description_lists_signatures_when_they_fit() {
 }
 
 #[test]
-fn description_switches_to_a_compact_index_over_budget() {
+fn over_budget_the_head_keeps_every_server_and_signatures_fill_the_rest() {
     let sdk = Sdk::build(&catalog(40));
     let full = sdk.description(usize::MAX);
-    let compact = sdk.description(full.chars().count() - 1);
+    assert!(full.contains("\nFunctions (40):\n"), "{full}");
+    let cut = sdk.description(full.chars().count() - 1);
+    let head: String = cut.chars().take(HEAD_CHARS).collect();
+    for server in 0..7 {
+        assert!(head.contains(&format!("\nserver{server} (")), "{head}");
+    }
+    assert!(head.contains("describe_tool(name)"), "{head}");
     assert!(
-        compact.contains("server0 (6 tools): server0_do_thing0, server0_do_thing14,"),
-        "{compact}"
+        cut.contains("\n\nSignatures (") && cut.contains(" of 40, most useful first):"),
+        "{cut}"
     );
-    assert!(!compact.contains("-> str"), "{compact}");
-    assert!(compact.contains("describe_tool(name)"), "{compact}");
-    assert!(!compact.contains("more tools not listed"), "{compact}");
+    assert!(cut.chars().count() < full.chars().count(), "{cut}");
 
     let tight = sdk.description(1_600);
     assert!(
@@ -263,19 +267,12 @@ fn description_switches_to_a_compact_index_over_budget() {
         "{} chars:\n{tight}",
         tight.chars().count()
     );
-    assert!(
-        tight.contains("40 tools on 7 servers, too many to list."),
-        "{tight}"
-    );
-    assert!(
-        tight.contains("\nserver0 (6 tools): do 6, thing0 1,"),
-        "{tight}"
-    );
-    assert!(tight.ends_with("for its signature."), "{tight}");
+    assert!(tight.contains("7 servers, 40 tools."), "{tight}");
+    assert!(tight.contains("search_tools("), "{tight}");
 }
 
 #[test]
-fn the_index_stays_small_for_a_thousand_tools() {
+fn a_thousand_tools_on_three_servers_fit_the_head() {
     let tools: Vec<ToolDef> = (0..1_000)
         .map(|i| {
             let verb = ["get", "list", "refund", "archive"][i % 4];
@@ -287,19 +284,51 @@ fn the_index_stays_small_for_a_thousand_tools() {
             )
         })
         .collect();
-    let text = Sdk::build(&tools).description(24_000);
+    let text = Sdk::build(&tools).description(HEAD_CHARS);
     assert!(
-        text.chars().count() <= 3_400,
+        text.chars().count() <= HEAD_CHARS,
         "{} chars:\n{text}",
         text.chars().count()
     );
-    assert!(text.contains("1000 tools on 3 servers"), "{text}");
-    // Plurals fold into the singular; generic verbs are not topics.
+    assert!(text.contains("3 servers, 1000 tools."), "{text}");
+    // What a server is for comes from its tools' shared terms, plurals folded, no counts;
+    // generic verbs are no purpose.
+    assert!(text.contains("\nsrv0 (334): invoice, "), "{text}");
+    assert!(!text.contains("get, "), "{text}");
+}
+
+#[test]
+fn a_server_that_says_what_it_is_for_is_described_in_its_words() {
+    let sdk = Sdk::build(&catalog(14)).with_about(
+        [(
+            "server3".to_owned(),
+            "Tracks parcels across carriers. Call track() first.".to_owned(),
+        )]
+        .into(),
+    );
+    let text = sdk.description(HEAD_CHARS);
     assert!(
-        text.contains("srv0 (334 tools): invoice 134, refund 83, shipment 67, ticket 67, order 66"),
+        text.contains("\nserver3 (2): Tracks parcels across carriers\n"),
         "{text}"
     );
-    assert!(!text.contains(" get "), "{text}");
+    let instructions = sdk.instructions(HEAD_CHARS);
+    assert!(
+        instructions.contains("\nserver3 (2): Tracks parcels across carriers\n"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("`session`"), "{instructions}");
+}
+
+#[test]
+fn instructions_name_the_servers_still_connecting() {
+    let sdk = Sdk::build(&catalog(3)).with_connecting(vec![Connecting {
+        server: "late".into(),
+        since: std::time::Instant::now(),
+    }]);
+    let text = sdk.instructions(usize::MAX);
+    assert!(text.contains("\nlate (connecting)"), "{text}");
+    assert!(text.chars().count() <= HEAD_CHARS, "{text}");
+    assert!(!sdk.description(usize::MAX).contains("late"));
 }
 
 #[test]

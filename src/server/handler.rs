@@ -472,12 +472,21 @@ impl ServerHandler for Gateway {
     #[allow(deprecated)] // logging: see set_level
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().enable_logging().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_logging()
+                .build(),
         )
         .with_server_info(Implementation::new("codemcp", env!("CARGO_PKG_VERSION")))
+        // Also `server/discover`'s (rmcp builds it from here). Servers still
+        // connecting are named: `initialize` does not wait for them.
         .with_instructions(
-            "codemcp runs Python snippets that call the connected MCP tools as functions. Use execute_python; \
-             its description lists the functions.",
+            self.shared
+                .catalog
+                .sdk()
+                .instructions(self.shared.description_budget),
         )
     }
 

@@ -150,6 +150,8 @@ struct Upstream {
     config: ServerConfig,
     conn: AsyncMutex<Conn>,
     tools: RwLock<Vec<ToolDef>>,
+    /// What the server says it is for, from its last handshake (see [`server_about`]).
+    about: RwLock<Option<String>>,
     status: RwLock<ServerStatus>,
     /// When it joined the catalog (at launch, or by a reload).
     since: Instant,
@@ -175,6 +177,7 @@ impl Upstream {
                 last_error: String::new(),
             }),
             tools: RwLock::new(Vec::new()),
+            about: RwLock::new(None),
             status: RwLock::new(status),
             since: Instant::now(),
         }
@@ -542,6 +545,7 @@ impl Inner {
         let changed = match connected {
             Ok((client, tools)) => {
                 tracing::info!(target: "codemcp::upstream", server = %name, tools = tools.len(), handshake_ms, "upstream connected");
+                *write(&upstream.about) = server_about(client.peer());
                 conn.client = Some(client);
                 conn.backoff.attempted(true);
                 status.connected = true;
@@ -612,13 +616,38 @@ impl Inner {
             })
             .filter(|t| t.policy != Decision::Deny)
             .collect();
-        Arc::new(Sdk::build(&tools).with_connecting(self.connecting()))
+        let about = self
+            .all()
+            .iter()
+            .filter_map(|u| Some((u.config.name.clone(), read(&u.about).clone()?)))
+            .collect();
+        Arc::new(
+            Sdk::build(&tools)
+                .with_about(about)
+                .with_connecting(self.connecting()),
+        )
     }
 
     /// Tells listeners the SDK changed (their tool description did).
     fn announce(&self) {
         let _ = self.changed.send(());
     }
+}
+
+/// What a server says it is for: its `serverInfo.description`, else its `instructions`
+/// (the description only names the first sentence).
+fn server_about(peer: &rmcp::Peer<rmcp::RoleClient>) -> Option<String> {
+    let info = peer.peer_info()?;
+    [
+        info.server_info
+            .as_ref()
+            .and_then(|s| s.description.as_deref()),
+        info.instructions.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|text| !text.trim().is_empty())
+    .map(str::to_owned)
 }
 
 /// Stores a server's tools with their policies; returns whether they changed.

@@ -125,6 +125,7 @@ async fn repoliced(old: &Upstream, config: &ServerConfig, inner: &Inner) -> Upst
         config: config.clone(),
         conn: AsyncMutex::new(conn),
         tools: parking_lot::RwLock::new(Vec::new()),
+        about: parking_lot::RwLock::new(read(&old.about).clone()),
         status: parking_lot::RwLock::new(read(&old.status).clone()),
         since: old.since,
     };

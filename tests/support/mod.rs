@@ -33,6 +33,10 @@ pub fn init_tls() {
 /// of the wait itself set their own.
 pub const STARTUP_WAIT_MS: &str = "60000";
 
+/// Room for every signature of a test catalog: tests find a tool's function in the
+/// description (the default, 2,048, shows the servers and only the first signatures).
+pub const DESCRIPTION_BUDGET: &str = "8000";
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -168,6 +172,7 @@ impl Setup {
                 // Monty-only verdicts unless a test asks for a fallback.
                 .env("CODEMCP_FALLBACK", "none")
                 .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
+                .env("CODEMCP_DESCRIPTION_BUDGET", DESCRIPTION_BUDGET)
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });
@@ -341,6 +346,7 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         // Sessions (file store, key file) in the test's own directory.
         .env("XDG_STATE_HOME", setup.dir.path().join("state"))
         .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
+        .env("CODEMCP_DESCRIPTION_BUDGET", DESCRIPTION_BUDGET)
         .envs(env.iter().copied())
         .env("CODEMCP_LOG", "info")
         .stdin(std::process::Stdio::null())

@@ -111,8 +111,10 @@ struct FixedRow {
 fn mode_of(description: &str) -> &'static str {
     if description.contains("\nFunctions (") {
         "signatures"
+    } else if description.contains("\nSignatures (") {
+        "some signatures"
     } else {
-        "index"
+        "servers only"
     }
 }
 

@@ -57,7 +57,7 @@ fn defaults() {
     assert_eq!(s.monty.monty_mem_limit, 256 << 20);
     assert_eq!(s.sessions.session_idle, Duration::from_secs(1800));
     assert_eq!(s.sessions.max_sessions, 64);
-    assert_eq!(s.description_budget, 8_000);
+    assert_eq!(s.description_budget, 2_048);
     assert_eq!(s.http.http_token, None);
     assert_eq!(s.http.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
     assert!(s.http.allowed_origins.is_empty());
