@@ -12,13 +12,23 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{HttpGateway, filesystem, python2, repo, start_http};
+use support::{HttpGateway, bin, filesystem, monty_bin, python2, repo, start_http};
 use tokio::process::Command;
 
 struct World {
     gateway: HttpGateway,
     root: tempfile::TempDir,
     audit: PathBuf,
+    /// What a stdio gateway of this world is started with.
+    env: Vec<(String, String)>,
+}
+
+/// How the client reaches the gateway: the HTTP one of the world, or a
+/// `codemcp` over stdio that the client starts itself (with the same config).
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Http,
+    Stdio,
 }
 
 async fn world(env: &[(&str, &str)]) -> World {
@@ -30,11 +40,29 @@ async fn world(env: &[(&str, &str)]) -> World {
     let mut all: Vec<(&str, &str)> = vec![("CODEMCP_AUDIT_LOG", &audit_env)];
     all.extend_from_slice(env);
     let gateway = start_http(json!({"fs": server}), &all).await;
+    let state = root.path().join("stdio-state");
+    let mut env: Vec<(String, String)> = vec![
+        ("CODEMCP_MONTY_BIN".into(), path_text(&monty_bin())),
+        ("CODEMCP_FALLBACK".into(), "none".into()),
+        (
+            "CODEMCP_STARTUP_WAIT_MS".into(),
+            support::STARTUP_WAIT_MS.into(),
+        ),
+        ("CODEMCP_LOG".into(), "warn".into()),
+        // Processes started one after another share the file store.
+        ("XDG_STATE_HOME".into(), path_text(&state)),
+    ];
+    env.extend(all.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     World {
         gateway,
         root,
         audit,
+        env,
     }
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_str().expect("utf-8").to_owned()
 }
 
 impl World {
@@ -77,6 +105,28 @@ impl World {
     ) -> Value {
         approve(&self.gateway.url, mode, answers, calls, extra).await
     }
+
+    /// approve.py against this world's gateway `via` HTTP or stdio.
+    async fn client_via(
+        &self,
+        via: Via,
+        mode: &str,
+        answers: &[&str],
+        calls: &[String],
+        extra: &[&str],
+    ) -> Value {
+        match via {
+            Via::Http => self.client(mode, answers, calls, extra).await,
+            Via::Stdio => {
+                let command = json!([bin(), "--config", self.gateway.config()]).to_string();
+                let mut all = vec!["--command", command.as_str()];
+                all.extend_from_slice(extra);
+                let mut client = approve_command("stdio", mode, answers, calls, &all);
+                client.envs(self.env.iter().map(|(k, v)| (k, v)));
+                run_approve(client).await
+            }
+        }
+    }
 }
 
 /// `tests/clients/approve.py URL …`: its JSON report.
@@ -87,12 +137,28 @@ async fn approve(
     calls: &[String],
     extra: &[&str],
 ) -> Value {
-    let output = Command::new(python2())
+    run_approve(approve_command(url, mode, answers, calls, extra)).await
+}
+
+fn approve_command(
+    target: &str,
+    mode: &str,
+    answers: &[&str],
+    calls: &[String],
+    extra: &[&str],
+) -> Command {
+    let mut command = Command::new(python2());
+    command
         .arg(repo().join("tests/clients/approve.py"))
-        .arg(url)
+        .arg(target)
         .args(["--mode", mode, "--answers", &json!(answers).to_string()])
         .args(["--calls", &json!(calls).to_string()])
-        .args(extra)
+        .args(extra);
+    command
+}
+
+async fn run_approve(mut command: Command) -> Value {
+    let output = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -411,4 +477,199 @@ async fn an_approval_answered_on_the_other_replica_resumes_the_run_there() {
             .as_deref(),
         Some("b")
     );
+}
+
+/// The last line of a result's text block.
+fn last_line(result: &Value) -> String {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    text.trim_end()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// PyPI `mcp` 2.x in its default mode speaks 2026-07-28 on stdio too: no
+/// `initialize`, its elicitation declared in each request's `_meta`. It is
+/// asked through `input_required` on either transport.
+#[tokio::test]
+async fn the_default_python_client_approves_and_declines_over_stdio_and_http() {
+    for via in [Via::Stdio, Via::Http] {
+        let w = world(&[]).await;
+        let code = w.approve_then_decline();
+        let report = w
+            .client_via(via, "default", &["accept", "decline"], &[code], &[])
+            .await;
+        assert_eq!(report["protocol"], "2026-07-28", "{via:?}: {report}");
+        assert_eq!(
+            report["asked"].as_array().map(Vec::len),
+            Some(2),
+            "{via:?}: {report}"
+        );
+        let result = &report["results"][0]["structuredContent"];
+        assert_eq!(result["result"], 3, "{via:?}: {report}");
+        assert!(
+            result["stdout"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("denied by the user: fs.write_file"),
+            "{via:?}: {report}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.file("first.txt")).ok().as_deref(),
+            Some("one"),
+            "{via:?}"
+        );
+        assert!(!exists(&w.file("second.txt")), "{via:?}");
+        let decisions: Vec<_> = w
+            .audit_lines()
+            .iter()
+            .map(|l| l["decision"].clone())
+            .collect();
+        assert_eq!(decisions, [json!("approved"), json!("denied")], "{via:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_rest_of_this_session_is_asked_once_by_the_default_client_over_stdio_and_http() {
+    let w = world(&[]).await;
+    for via in [Via::Stdio, Via::Http] {
+        let names = [1, 2, 3].map(|i| format!("{via:?}-{i}.txt"));
+        let calls = names.clone().map(|name| w.write(&name, "x"));
+        let report = w
+            .client_via(via, "default", &["session"], &calls, &[])
+            .await;
+        assert_eq!(report["protocol"], "2026-07-28", "{via:?}: {report}");
+        let asked = report["asked"].as_array().map(Vec::len);
+        assert_eq!(asked, Some(1), "{via:?}: {report}");
+        for name in &names {
+            assert!(exists(&w.file(name)), "{name}: {report}");
+        }
+    }
+}
+
+/// Hosted connectors take an `input_required` that carries only a
+/// `requestState` for an error: every question travels as an input request,
+/// whether the run waits in memory (stdio, the memory store) or parks in the
+/// session store (HTTP, the file store).
+#[tokio::test]
+async fn every_input_required_carries_an_input_request() {
+    for (via, store) in [
+        (Via::Stdio, "memory"),
+        (Via::Http, "memory"),
+        (Via::Http, "file"),
+    ] {
+        let w = world(&[("CODEMCP_SESSION_STORE", store)]).await;
+        let code = ["a", "b", "c"]
+            .map(|name| {
+                format!(
+                    "try:\n    {}\nexcept ToolError as e:\n    print('caught:', e)",
+                    w.write(&format!("{name}.txt"), name)
+                )
+            })
+            .join("\n");
+        let answers = ["accept", "decline", "accept"];
+        let report = w.client_via(via, "default", &answers, &[code], &[]).await;
+        let rounds = report["input_required"].as_array().cloned();
+        let rounds = rounds.unwrap_or_default();
+        assert_eq!(rounds.len(), 3, "{via:?} {store}: {report}");
+        for round in &rounds {
+            let requests = round["inputRequests"].as_object();
+            assert!(
+                requests.is_some_and(|r| !r.is_empty()),
+                "{via:?} {store}: an input_required without an input request: {round}"
+            );
+            for request in requests.into_iter().flat_map(|r| r.values()) {
+                assert_eq!(request["method"], "elicitation/create", "{round}");
+                assert!(request["params"]["message"].as_str().is_some(), "{round}");
+            }
+            assert!(
+                round["requestState"]
+                    .as_str()
+                    .is_some_and(|s| !s.is_empty())
+            );
+        }
+        assert!(exists(&w.file("a.txt")) && exists(&w.file("c.txt")));
+        assert!(!exists(&w.file("b.txt")), "{via:?} {store}");
+    }
+}
+
+/// A client that opens a new connection for every call (a new MCP session
+/// over HTTP, a new gateway process over stdio) keeps its variables through
+/// the handle each result names, in `structuredContent.session` and as the
+/// text's last line, also across a question to its user.
+#[tokio::test]
+async fn per_call_sessions_keep_variables_by_handle() {
+    let w = world(&[("CODEMCP_SESSION_STORE", "file")]).await;
+    for via in [Via::Http, Via::Stdio] {
+        for mode in ["default", "legacy"] {
+            let file = format!("{via:?}-{mode}.txt");
+            let calls = [
+                "x = 41".to_owned(),
+                format!("{}\nx += 1\nx", w.write(&file, "kept")),
+                "x * 2".to_owned(),
+            ];
+            let report = w
+                .client_via(via, mode, &["accept"], &calls, &["--per-call"])
+                .await;
+            let results = report["results"].as_array().cloned().unwrap_or_default();
+            assert_eq!(results.len(), 3, "{via:?} {mode}: {report}");
+            assert_eq!(
+                results[1]["structuredContent"]["result"], 42,
+                "{via:?} {mode}: {report}"
+            );
+            assert_eq!(
+                results[2]["structuredContent"]["result"], 84,
+                "{via:?} {mode}: {report}"
+            );
+            let handle = results[0]["structuredContent"]["session"].clone();
+            assert!(handle.as_str().is_some_and(|h| !h.is_empty()), "{report}");
+            for result in &results {
+                assert_eq!(result["structuredContent"]["session"], handle, "{report}");
+                assert_eq!(
+                    last_line(result),
+                    format!("[session: {}]", handle.as_str().unwrap_or_default()),
+                    "{via:?} {mode}: {result}"
+                );
+            }
+            assert_eq!(
+                report["asked"].as_array().map(Vec::len),
+                Some(1),
+                "{report}"
+            );
+            assert!(exists(&w.file(&file)), "{via:?} {mode}: {report}");
+        }
+    }
+}
+
+/// Whether the user can be asked is decided per request from what it
+/// declares: the same default client over stdio is asked when it declares
+/// elicitation, and told clearly why not when it does not.
+#[tokio::test]
+async fn a_2026_request_declaring_no_elicitation_is_refused_clearly_and_one_declaring_it_is_asked()
+{
+    let w = world(&[]).await;
+    let mute = [w.write("mute.txt", "x")];
+    let report = w
+        .client_via(Via::Stdio, "default", &[], &mute, &["--no-elicitation"])
+        .await;
+    assert_eq!(report["protocol"], "2026-07-28", "{report}");
+    let said = text(&report, 0);
+    assert!(
+        said.contains("cannot ask them") && said.contains("\"write_file\": \"allow\""),
+        "{said}"
+    );
+    assert_eq!(report["input_required"], json!([]), "{report}");
+    assert!(!exists(&w.file("mute.txt")));
+
+    let asked = [w.write("asked.txt", "x")];
+    let report = w
+        .client_via(Via::Stdio, "default", &["accept"], &asked, &[])
+        .await;
+    assert_eq!(
+        report["asked"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert!(exists(&w.file("asked.txt")), "{report}");
 }

@@ -310,10 +310,20 @@ impl Gateway {
             let responses = request.input_responses.as_ref();
             return Ok(self.resume(state, responses, identity, &context).await);
         }
-        if in_lasting_session(&context) {
-            Ok(self.run_attached(request, &context, identity).await.into())
-        } else {
-            Ok(self.run_detached(request, &context, identity).await)
+        let lasting = in_lasting_session(&context);
+        match AskRoute::of(&context) {
+            // A 2026-07-28 question is answered by the result of this very
+            // request, so the run goes on in a task of its own (stdio too).
+            AskRoute::InputRequired => Ok(self
+                .run_detached(request, &context, identity, lasting)
+                .await),
+            route if lasting => Ok(self
+                .run_attached(request, &context, identity, route)
+                .await
+                .into()),
+            _ => Ok(self
+                .run_detached(request, &context, identity, lasting)
+                .await),
         }
     }
 
@@ -324,6 +334,7 @@ impl Gateway {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         identity: Identity,
+        route: AskRoute,
     ) -> CallToolResult {
         let cancel = self.session.closing.child_token();
         let http_ended = self
@@ -343,10 +354,9 @@ impl Gateway {
             cancel: cancel.clone(),
             on_tool_call: progress_observer(context),
         };
-        let asker = if can_ask(&context.peer) {
-            Asker::Client(context.peer.clone())
-        } else {
-            Asker::Nobody
+        let asker = match route {
+            AskRoute::Elicit => Asker::Client(context.peer.clone()),
+            AskRoute::InputRequired | AskRoute::Nobody => Asker::Nobody,
         };
         let caller = Caller {
             identity,
@@ -423,14 +433,34 @@ pub struct Caller {
     pub park: bool,
 }
 
-/// A 2025-era client that declared form elicitation (2026-07-28 forbids
-/// server-to-client requests).
-fn can_ask(peer: &Peer<RoleServer>) -> bool {
-    peer.supported_elicitation_modes()
-        .contains(&rmcp::service::ElicitationMode::Form)
-        && peer
-            .peer_info()
-            .is_some_and(|info| info.protocol_version.has_initialize())
+/// How the user behind one request can be asked, decided per request: a
+/// client declares its capabilities in `initialize` (2025) or in each
+/// request's `_meta` (2026-07-28, on stdio too), and the era says how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AskRoute {
+    /// `elicitation/create` to a 2025-era client that declared form elicitation.
+    Elicit,
+    /// An `input_required` result (2026-07-28 forbids server-to-client
+    /// requests), answered by the client's retry.
+    InputRequired,
+    /// The client declared no form elicitation.
+    Nobody,
+}
+
+impl AskRoute {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        let form = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            // Neither mode named means form (the 2025-06-18 shape).
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        match context.protocol_version() {
+            _ if !form => Self::Nobody,
+            Some(version) if version.has_initialize() => Self::Elicit,
+            Some(_) => Self::InputRequired,
+            None => Self::Nobody,
+        }
+    }
 }
 
 /// Stdio, or HTTP with `Mcp-Session-Id`; not a 2026-07-28 request, which

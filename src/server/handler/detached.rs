@@ -9,7 +9,8 @@ use std::sync::Arc;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitResult, ElicitationAction, InputRequest, InputRequiredResult, InputResponses,
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequiredResult,
+    InputResponses,
 };
 use rmcp::service::RequestContext;
 use tokio::sync::mpsc;
@@ -18,26 +19,32 @@ use tokio_util::sync::CancellationToken;
 use super::super::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
 use super::super::identity::Identity;
 use super::super::pending::Waiting;
-use super::{Caller, Gateway, progress_observer, tool_result};
+use super::{AskRoute, Caller, Gateway, progress_observer, tool_result};
 use crate::exec::store::Owner;
 use crate::exec::{Execution, ParkedCall, RunControl, ToolHost};
 
 impl Gateway {
-    /// A 2026-07-28 call, which stands alone: the run goes on in its own
-    /// task, so that a question it asks can be answered `input_required`
-    /// and the client's retry can pick the run up again.
+    /// A call that stands alone (2026-07-28, or HTTP without a session) or
+    /// asks `input_required` (2026-07-28 on stdio too): the run goes on in
+    /// its own task, so that a question it asks can be answered
+    /// `input_required` and the client's retry can pick the run up again.
+    /// A `lasting` call (stdio) runs in its MCP session's own Python session
+    /// when it names none, and stops when the client leaves.
     pub(super) async fn run_detached(
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         identity: Identity,
+        lasting: bool,
     ) -> CallToolResponse {
         let owner = identity.owner;
-        let parks = self.shared.executor.parks_runs();
+        // Parking is for retries that may reach another gateway; a lasting
+        // session's retry comes back to this one.
+        let parks = self.shared.executor.parks_runs() && !lasting;
         let run = move |gateway: Gateway, control, asker: Asker| async move {
             let caller = Caller {
                 identity,
-                lasting: false,
+                lasting,
                 park: parks && matches!(asker, Asker::Relay(_)),
                 asker,
             };
@@ -45,15 +52,17 @@ impl Gateway {
                 .execution(request.arguments.as_ref(), caller, control)
                 .await
         };
-        self.detach(context, owner, run).await
+        self.detach(context, owner, lasting, run).await
     }
 
     /// Runs `run` in a task of its own, with a way to ask the user when the
-    /// client can show a form, and waits for its result or its question.
+    /// request says its client can answer `input_required` with a form, and
+    /// waits for its result or its question.
     async fn detach<F, R>(
         &self,
         context: &RequestContext<RoleServer>,
         owner: Owner,
+        lasting: bool,
         run: F,
     ) -> CallToolResponse
     where
@@ -61,15 +70,20 @@ impl Gateway {
         R: Future<Output = Execution> + Send + 'static,
     {
         let (events_tx, events) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
+        // A lasting session's runs stop with it; the others outlive the
+        // request (and its handler) until their retry or expiry.
+        let cancel = if lasting {
+            self.session.closing.child_token()
+        } else {
+            CancellationToken::new()
+        };
         let control = RunControl {
             cancel: cancel.clone(),
             on_tool_call: progress_observer(context),
         };
-        let asker = if declares_form_elicitation(context) {
-            Asker::Relay(events_tx.clone())
-        } else {
-            Asker::Nobody
+        let asker = match AskRoute::of(context) {
+            AskRoute::InputRequired => Asker::Relay(events_tx.clone()),
+            AskRoute::Elicit | AskRoute::Nobody => Asker::Nobody,
         };
         let running = run(self.clone(), control, asker);
         let gateway = self.clone();
@@ -98,16 +112,10 @@ impl Gateway {
         };
         match event {
             Some(RunEvent::Done(result)) => result.into(),
-            Some(RunEvent::Parked { state, question }) => {
-                let ask = InputRequest::Elicitation(ElicitRequest::new(question));
-                let requests = BTreeMap::from([(APPROVAL_INPUT.to_owned(), ask)]);
-                InputRequiredResult::new(Some(requests), Some(state)).into()
-            }
+            Some(RunEvent::Parked { state, question }) => ask_user(question, state),
             Some(RunEvent::Ask(question)) => {
                 let state = self.shared.paused.pause(owner, waiting, question.answer);
-                let ask = InputRequest::Elicitation(ElicitRequest::new(question.params));
-                let requests = BTreeMap::from([(APPROVAL_INPUT.to_owned(), ask)]);
-                InputRequiredResult::new(Some(requests), Some(state)).into()
+                ask_user(question.params, state)
             }
             None => error_result("the run ended without a result").into(),
         }
@@ -194,7 +202,7 @@ impl Gateway {
             ));
             async move { shared.executor.resume(unparked, tools, control).await }
         };
-        self.detach(context, owner, run).await
+        self.detach(context, owner, false, run).await
     }
 }
 
@@ -218,11 +226,11 @@ fn error_result(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.to_owned())])
 }
 
-/// A 2026-07-28 request whose `_meta` says its client can show a form.
-fn declares_form_elicitation(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .meta
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+/// The only way an `input_required` result is made: with the question as
+/// its input request, never the `requestState` alone (hosted connectors
+/// take a bare `requestState` for an error).
+fn ask_user(question: ElicitRequestParams, state: String) -> CallToolResponse {
+    let ask = InputRequest::Elicitation(ElicitRequest::new(question));
+    let requests = BTreeMap::from([(APPROVAL_INPUT.to_owned(), ask)]);
+    InputRequiredResult::new(Some(requests), Some(state)).into()
 }
