@@ -234,7 +234,10 @@ async fn silent_connections_do_not_lock_out_a_token_client() {
         "{} silent connections opened, {held} still held by the gateway; the token client was served in {waited:?}",
         silent.len()
     );
-    assert!(held > 0, "the gateway should hold some connections, not refuse all");
+    assert!(
+        held > 0,
+        "the gateway should hold some connections, not refuse all"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,14 +256,17 @@ async fn slow_header_drip_is_cut_after_the_header_timeout() {
                 return;
             }
             let mut buf = [0u8; 256];
-            match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await {
-                Ok(Ok(0) | Err(_)) => return,
-                Ok(Ok(_)) | Err(_) => {}
+            let read = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf));
+            if let Ok(Ok(0) | Err(_)) = read.await {
+                return;
             }
         }
     })
     .await;
-    assert!(cut.is_ok(), "a dripping client kept its connection for 20 s");
+    assert!(
+        cut.is_ok(),
+        "a dripping client kept its connection for 20 s"
+    );
     let after = started.elapsed();
     assert!(after < Duration::from_secs(10), "cut only after {after:?}");
 }

@@ -328,7 +328,10 @@ pub struct HttpSettings {
     /// Time a connection has to send a request's headers, counted from when
     /// it opens or its previous response ends (so also how long an idle
     /// kept-alive connection stays open).
-    #[arg(long = "http-header-timeout-ms", env = "CODEMCP_HTTP_HEADER_TIMEOUT_MS")]
+    #[arg(
+        long = "http-header-timeout-ms",
+        env = "CODEMCP_HTTP_HEADER_TIMEOUT_MS"
+    )]
     #[arg(value_name = "MS", default_value = "10000")]
     #[arg(global = true, value_parser = Lenient::new(millis))]
     pub http_header_timeout: Duration,

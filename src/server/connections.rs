@@ -164,7 +164,10 @@ mod tests {
         b.mark().authenticated();
         let silent: Vec<_> = (0..10).map(|_| connections.admit().unwrap()).collect();
         assert!(!a.evicted.is_cancelled() && !b.evicted.is_cancelled());
-        assert_eq!(silent.iter().filter(|c| !c.evicted.is_cancelled()).count(), 2);
+        assert_eq!(
+            silent.iter().filter(|c| !c.evicted.is_cancelled()).count(),
+            2
+        );
         assert_eq!(connections.open(), 4);
         let c = silent.last().unwrap();
         c.mark().authenticated();
