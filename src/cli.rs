@@ -266,6 +266,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
                 token: settings.http.http_token.clone(),
                 principals: load_principals(&settings, &shared.catalog)?,
                 healthz_open: settings.http.healthz_open,
+                limits: server::HttpLimits::from_settings(&settings),
             };
             let shutdown = CancellationToken::new();
             let stop = shutdown.clone();

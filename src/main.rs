@@ -11,7 +11,6 @@ fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
     let filter =
         EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    codemcp::process::raise_open_file_limit();
     codemcp::process::return_big_blocks_when_freed();
     // reqwest (https upstreams, the OTLP exporter) is built without a
     // default TLS provider: installed before any client is built.
@@ -19,6 +18,8 @@ fn main() -> ExitCode {
         .install_default()
         .is_ok();
     let telemetry = codemcp::telemetry::Telemetry::init(filter);
+    // After logging is set up, so the values are logged.
+    codemcp::process::raise_open_file_limit();
     if !tls_installed {
         tracing::debug!("a TLS provider was already installed");
     }

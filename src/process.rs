@@ -14,9 +14,6 @@ pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
     }
 }
 
-/// Every HTTP session, upstream, worker and control connection holds descriptors; the
-/// common soft limit of 1,024 is far below the usual hard limit, and raising the soft
-/// limit up to the hard one needs no privilege.
 /// Allocations of 1 MiB and more get pages of their own (glibc `mmap`), given
 /// back when freed. glibc's default threshold rises to the size of the
 /// largest block freed (up to 32 MiB), after which transient multi-megabyte
@@ -33,27 +30,45 @@ pub fn return_big_blocks_when_freed() {
     }
 }
 
+/// Every HTTP session, upstream, worker and control connection holds descriptors; the
+/// common soft limit of 1,024 is far below the usual hard limit, and raising the soft
+/// limit up to the hard one needs no privilege.
+/// Logged with the values, since the limit bounds how many HTTP connections
+/// the gateway can hold (`CODEMCP_HTTP_MAX_CONNECTIONS` is capped at half of it).
 pub fn raise_open_file_limit() {
     const ENOUGH: libc::rlim_t = 1 << 20;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
-    let raised = unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
-            && limit.rlim_cur < limit.rlim_max.min(ENOUGH)
-            && {
-                limit.rlim_cur = limit.rlim_max.min(ENOUGH);
-                libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0
-            }
-    };
-    if raised {
-        tracing::debug!(
-            open_files = limit.rlim_cur,
-            "raised the open-files soft limit"
-        );
+    // SAFETY: getrlimit only writes the struct passed to it.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        tracing::warn!(target: "codemcp::process", "cannot read the open-files limit");
+        return;
     }
+    let before = limit.rlim_cur;
+    let wanted = limit.rlim_max.min(ENOUGH);
+    if before >= wanted {
+        tracing::info!(target: "codemcp::process", soft = before, hard = limit.rlim_max, "open-files limit");
+        return;
+    }
+    limit.rlim_cur = wanted;
+    // SAFETY: setrlimit only reads the struct passed to it.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+        tracing::info!(target: "codemcp::process", from = before, to = wanted, hard = limit.rlim_max, "raised the open-files soft limit");
+    } else {
+        tracing::warn!(target: "codemcp::process", soft = before, hard = limit.rlim_max, "cannot raise the open-files soft limit");
+    }
+}
+
+/// The open-files soft limit now, if it can be read.
+pub fn open_file_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed to it.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit.rlim_cur)
 }
 
 /// Whether the other end of stdout (a pipe or socket) has been closed.

@@ -325,6 +325,44 @@ pub struct HttpSettings {
     #[arg(value_name = "BOOL", default_value = "false", action = clap::ArgAction::Set)]
     #[arg(global = true, value_parser = Lenient::new(values::boolean))]
     pub healthz_open: bool,
+    /// Time a connection has to send a request's headers, counted from when
+    /// it opens or its previous response ends (so also how long an idle
+    /// kept-alive connection stays open).
+    #[arg(
+        long = "http-header-timeout-ms",
+        env = "CODEMCP_HTTP_HEADER_TIMEOUT_MS"
+    )]
+    #[arg(value_name = "MS", default_value = "10000")]
+    #[arg(global = true, value_parser = Lenient::new(millis))]
+    pub http_header_timeout: Duration,
+    /// Time a request has to send its whole body once its headers are in.
+    #[arg(long = "http-body-timeout-ms", env = "CODEMCP_HTTP_BODY_TIMEOUT_MS")]
+    #[arg(value_name = "MS", default_value = "30000")]
+    #[arg(global = true, value_parser = Lenient::new(millis))]
+    pub http_body_timeout: Duration,
+    /// Open HTTP connections (at most half the open-files limit); those that
+    /// have not yet sent an authenticated request get half of them, the
+    /// oldest giving way to a new one.
+    #[arg(long = "http-max-connections", env = "CODEMCP_HTTP_MAX_CONNECTIONS")]
+    #[arg(value_name = "N", default_value = "1024")]
+    #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
+    pub http_max_connections: usize,
+    /// MCP sessions (`Mcp-Session-Id`) open at once over HTTP; at the cap an
+    /// `initialize` ends the least recently used session of the principal
+    /// holding the most.
+    #[arg(long = "http-max-sessions", env = "CODEMCP_HTTP_MAX_SESSIONS")]
+    #[arg(value_name = "N", default_value = "256")]
+    #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
+    pub http_max_sessions: usize,
+    /// MCP sessions one principal (or the shared token) holds at once; its
+    /// next `initialize` ends its least recently used one.
+    #[arg(
+        long = "http-max-sessions-per-principal",
+        env = "CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL"
+    )]
+    #[arg(value_name = "N", default_value = "32")]
+    #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
+    pub http_max_sessions_per_principal: usize,
 }
 
 /// The token is a credential; show only whether it is set.
@@ -339,6 +377,14 @@ impl fmt::Debug for HttpSettings {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("healthz_open", &self.healthz_open)
+            .field("http_header_timeout", &self.http_header_timeout)
+            .field("http_body_timeout", &self.http_body_timeout)
+            .field("http_max_connections", &self.http_max_connections)
+            .field("http_max_sessions", &self.http_max_sessions)
+            .field(
+                "http_max_sessions_per_principal",
+                &self.http_max_sessions_per_principal,
+            )
             .finish()
     }
 }

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
+use super::connections::ConnectionMark;
 use crate::exec::store::Owner;
 use crate::policy::Decision;
 use crate::principals::{Principal, Principals};
@@ -49,11 +50,18 @@ impl Identity {
 
     /// The identity the authentication layer attached to the HTTP request.
     pub fn of_request(context: &RequestContext<RoleServer>) -> Self {
-        let parts = context.extensions.get::<http::request::Parts>();
-        if let Some(principal) = parts.and_then(|p| p.extensions.get::<Arc<Principal>>()) {
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => Self::of_http(&parts.extensions, &parts.headers),
+            None => Self::of_token(None),
+        }
+    }
+
+    /// The identity of an HTTP request that passed the bearer check.
+    pub fn of_http(extensions: &http::Extensions, headers: &HeaderMap) -> Self {
+        if let Some(principal) = extensions.get::<Arc<Principal>>() {
             return Self::of_principal(principal.clone());
         }
-        Self::of_token(parts.and_then(|p| bearer(&p.headers)))
+        Self::of_token(bearer(headers))
     }
 
     /// The SDK this caller sees: its denied tools do not exist for it.
@@ -120,13 +128,13 @@ impl Authenticator {
                 .and_then(|all| all.authenticate(&presented));
             if let Some(principal) = principal {
                 request.extensions_mut().insert(principal);
-                return next.run(request).await;
+                return passed(request, next).await;
             }
             let shared = self.token.as_ref().is_some_and(|token| {
                 crate::secret::constant_time_eq(presented.as_bytes(), token.as_bytes())
             });
             if shared {
-                return next.run(request).await;
+                return passed(request, next).await;
             }
         }
         tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
@@ -137,4 +145,13 @@ impl Authenticator {
         )
             .into_response()
     }
+}
+
+/// A request that needs no token (none is configured), or passed the check:
+/// its connection keeps its place when unauthenticated ones give way.
+pub async fn passed(request: Request, next: Next) -> Response {
+    if let Some(mark) = request.extensions().get::<ConnectionMark>() {
+        mark.authenticated();
+    }
+    next.run(request).await
 }

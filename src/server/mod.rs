@@ -1,13 +1,17 @@
 //! Serving the gateway over stdio and Streamable HTTP.
 
+mod connections;
 mod guarded;
 mod handler;
 mod health;
 mod http_sessions;
 mod identity;
+mod listen;
 mod origin;
 mod pending;
 mod render;
+mod request_body;
+mod session_guard;
 mod stdin;
 mod stdio;
 
@@ -76,6 +80,48 @@ pub struct HttpAccess {
     pub principals: Option<Arc<crate::principals::Principals>>,
     /// `CODEMCP_HEALTHZ_OPEN`: `/healthz` without token and Host checks.
     pub healthz_open: bool,
+    /// What one client may hold of the gateway.
+    pub limits: HttpLimits,
+}
+
+/// Bounds on connections and MCP sessions, so that neighbours cannot lock
+/// each other out.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// `CODEMCP_HTTP_HEADER_TIMEOUT_MS`.
+    pub header_timeout: Duration,
+    /// `CODEMCP_HTTP_BODY_TIMEOUT_MS`.
+    pub body_timeout: Duration,
+    /// `CODEMCP_HTTP_MAX_CONNECTIONS`, before the open-files limit caps it.
+    pub max_connections: usize,
+    /// `CODEMCP_HTTP_MAX_SESSIONS`.
+    pub max_sessions: usize,
+    /// `CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL`.
+    pub max_sessions_per_principal: usize,
+    /// `CODEMCP_SESSION_IDLE_SECS`: an MCP session with no traffic this long ends.
+    pub session_idle: Duration,
+}
+
+impl HttpLimits {
+    pub fn from_settings(settings: &crate::config::Settings) -> Self {
+        let http = &settings.http;
+        Self {
+            header_timeout: http.http_header_timeout,
+            body_timeout: http.http_body_timeout,
+            max_connections: http.http_max_connections,
+            max_sessions: http.http_max_sessions,
+            max_sessions_per_principal: http.http_max_sessions_per_principal,
+            session_idle: settings.sessions.session_idle,
+        }
+    }
+
+    /// At most half the open-files limit: the rest is for upstreams,
+    /// workers, the store and the log.
+    fn connections(&self) -> usize {
+        let fds = crate::process::open_file_limit().unwrap_or(1024);
+        let half = usize::try_from(fds / 2).unwrap_or(usize::MAX);
+        self.max_connections.min(half).max(16)
+    }
 }
 
 /// Serves `http://ADDR/mcp` with stateful sessions until `shutdown` fires.
@@ -112,16 +158,34 @@ pub async fn serve_http(
         origins: origins.clone(),
         healthz_open: access.healthz_open,
     };
-    let sessions = Arc::new(http_sessions::HttpSessions::default());
+    let limits = access.limits.clone();
+    let sessions = Arc::new(http_sessions::HttpSessions::new(limits.session_idle));
     let ended = sessions.clone();
+    let guard = Arc::new(session_guard::SessionGuard {
+        sessions: sessions.clone(),
+        per_principal: limits.max_sessions_per_principal,
+        total: limits.max_sessions,
+    });
     let service = StreamableHttpService::new(
         move || Ok(Gateway::new_session(shared.clone()).with_http_sessions(ended.clone())),
         sessions,
         config,
     );
-    let mut app = axum::Router::new().nest_service("/mcp", service);
-    app = app.merge(observing.guarded());
-    if !authenticator.is_open() {
+    let body_timeout = limits.body_timeout;
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| guard.clone().check(request, next),
+        ))
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                request_body::read_within(body_timeout, request, next)
+            },
+        ));
+    let mut app = mcp.merge(observing.guarded());
+    if authenticator.is_open() {
+        app = app.layer(axum::middleware::from_fn(identity::passed));
+    } else {
         app = app.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
@@ -131,11 +195,18 @@ pub async fn serve_http(
         .await
         .map_err(|source| ServerError::Bind { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
+    let connections = connections::Connections::new(limits.connections());
+    tracing::info!(
+        target: "codemcp::server",
+        max_connections = connections.max(),
+        header_timeout_ms = limits.header_timeout.as_millis(),
+        max_sessions = limits.max_sessions,
+        max_sessions_per_principal = limits.max_sessions_per_principal,
+        "HTTP limits"
+    );
     tracing::info!(target: "codemcp::server", "serving MCP on http://{local}/mcp");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(ServerError::Http)
+    listen::serve(listener, app, connections, limits.header_timeout, shutdown).await;
+    Ok(())
 }
 
 /// Browser origins matching the allowed hosts, any port.

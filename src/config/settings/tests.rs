@@ -286,7 +286,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 38] = [
+const VARIABLES: [&str; 43] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
@@ -325,6 +325,11 @@ const VARIABLES: [&str; 38] = [
     "CODEMCP_AUDIT_LOG",
     "CODEMCP_AUDIT_MAX_BYTES",
     "CODEMCP_HEALTHZ_OPEN",
+    "CODEMCP_HTTP_HEADER_TIMEOUT_MS",
+    "CODEMCP_HTTP_BODY_TIMEOUT_MS",
+    "CODEMCP_HTTP_MAX_CONNECTIONS",
+    "CODEMCP_HTTP_MAX_SESSIONS",
+    "CODEMCP_HTTP_MAX_SESSIONS_PER_PRINCIPAL",
 ];
 
 #[test]
