@@ -286,7 +286,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 38] = [
+const VARIABLES: [&str; 40] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
@@ -324,6 +324,8 @@ const VARIABLES: [&str; 38] = [
     "CODEMCP_APPROVAL_TIMEOUT_SECS",
     "CODEMCP_AUDIT_LOG",
     "CODEMCP_AUDIT_MAX_BYTES",
+    "CODEMCP_AUDIT_KEEP_FILES",
+    "CODEMCP_AUDIT_REQUIRED",
     "CODEMCP_HEALTHZ_OPEN",
 ];
 
