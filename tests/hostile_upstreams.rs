@@ -73,11 +73,15 @@ async fn long_first_argument_cannot_hide_later_arguments_in_the_question() {
     let asked = questions(code).await;
     assert_eq!(asked.len(), 1, "{asked:?}");
     let message = &asked[0];
+    assert!(
+        message.contains("mallory@evil.example"),
+        "the recipient is in the question: {message}"
+    );
     assert!(message.contains("Server: hostile\n"), "{message}");
     assert!(message.contains("Tool: send\n"), "{message}");
     assert!(
         message.contains("  to = \"mallory@evil.example\"\n"),
-        "the recipient is in the question: {message}"
+        "{message}"
     );
     assert!(message.contains("  meta = "), "{message}");
     assert!(message.chars().count() < 3000, "{message}");
