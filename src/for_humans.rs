@@ -67,9 +67,8 @@ pub fn shortened(s: &str, max_chars: usize) -> String {
 /// `… (N chars)` when there were more.
 fn cut(s: &str, max_chars: usize, escaping: bool) -> String {
     let mut out = String::new();
-    let mut shown = 0;
     let mut chars = s.chars();
-    for c in chars.by_ref() {
+    for (shown, c) in chars.by_ref().enumerate() {
         if shown == max_chars {
             let total = shown + 1 + chars.count();
             let _ = write!(out, "… ({total} chars)");
@@ -80,7 +79,6 @@ fn cut(s: &str, max_chars: usize, escaping: bool) -> String {
         } else {
             out.push(c);
         }
-        shown += 1;
     }
     out
 }
