@@ -2,6 +2,11 @@
 //! attempts, with who asked, what was decided and how it ended. Lines go to
 //! the `codemcp::audit` log target and, with `CODEMCP_AUDIT_LOG`, to an
 //! append-only file created 0600 and rotated by size.
+//!
+//! A line is bounded ([`MAX_LINE_BYTES`]): long strings, keys, lists and
+//! objects in the arguments are shortened, each with its original length,
+//! so a burst of huge calls cannot rotate a recent record out of every kept
+//! file: each file holds at least `max_bytes / MAX_LINE_BYTES` records.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -14,8 +19,20 @@ use serde_json::{Map, Value, json};
 
 /// Argument strings longer than this are cut in the log.
 const MAX_VALUE_CHARS: usize = 200;
+/// Keys, server and tool names longer than this are cut in the log.
+const MAX_NAME_CHARS: usize = 100;
 /// Nesting kept in logged arguments; deeper parts are summarised.
 const MAX_DEPTH: usize = 8;
+/// Entries of one list or object kept in the log; the rest are counted.
+const MAX_ITEMS: usize = 32;
+/// Values (of any nesting) kept in one call's logged arguments; the rest
+/// are counted. With the cuts above this keeps a line under ~60 KiB.
+const MAX_NODES: usize = 160;
+/// No audit line is longer (a line over it, which the cuts above already
+/// prevent, loses its arguments but keeps the rest).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Rotated files kept when the setting does not say.
+const DEFAULT_KEEP_FILES: usize = 5;
 /// Keys whose values are never written (matched case-insensitively, anywhere in the key).
 const SECRET_WORDS: [&str; 6] = [
     "token",
@@ -53,6 +70,10 @@ pub struct AuditEntry<'a> {
 
 pub struct AuditLog {
     file: Option<Mutex<Rotating>>,
+    /// `CODEMCP_AUDIT_KEEP_FILES`.
+    keep: usize,
+    /// `CODEMCP_AUDIT_REQUIRED`.
+    required: bool,
 }
 
 struct Rotating {
@@ -65,7 +86,11 @@ struct Rotating {
 impl AuditLog {
     /// Only the `codemcp::audit` log target.
     pub fn to_tracing_only() -> Self {
-        Self { file: None }
+        Self {
+            file: None,
+            keep: DEFAULT_KEEP_FILES,
+            required: false,
+        }
     }
 
     /// Appends to `path` (created 0600), rotating at `max_bytes`.
@@ -82,7 +107,28 @@ impl AuditLog {
                 written,
                 max_bytes: u64::try_from(max_bytes).unwrap_or(u64::MAX),
             })),
+            keep: DEFAULT_KEEP_FILES,
+            required: false,
         })
+    }
+
+    /// Keeps `files` rotated files (`PATH.1` … `PATH.files`), at least one.
+    #[must_use]
+    pub fn keeping(mut self, files: usize) -> Self {
+        self.keep = files.max(1);
+        self
+    }
+
+    /// Whether side-effecting calls need their line written first.
+    #[must_use]
+    pub fn requiring(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+
+    /// `CODEMCP_AUDIT_REQUIRED` is on and there is a file to write.
+    pub fn required(&self) -> bool {
+        self.required && self.file.is_some()
     }
 
     /// Whether a recorded line would be read (a file, or the log shows
@@ -91,25 +137,42 @@ impl AuditLog {
         self.file.is_some() || tracing::enabled!(target: "codemcp::audit", tracing::Level::INFO)
     }
 
+    /// Writes the line; a failure is logged (see [`AuditLog::try_record`]).
     pub fn record(&self, entry: &AuditEntry<'_>) {
+        let _ = self.try_record(entry);
+    }
+
+    /// Writes the line, and says whether the file took it; a failure is
+    /// logged as well.
+    ///
+    /// # Errors
+    /// The line could not be written to the file (or rotation failed).
+    pub fn try_record(&self, entry: &AuditEntry<'_>) -> Result<(), AuditError> {
         if !self.wanted() {
-            return; // nobody would read the line
+            return Ok(()); // nobody would read the line
         }
         let line = line(entry, SystemTime::now());
         tracing::info!(target: "codemcp::audit", "{line}");
-        if let Some(file) = &self.file
-            && let Err(e) = file.lock().append(&line)
-        {
-            tracing::error!(target: "codemcp::audit", error = %e, "writing the audit log failed");
-        }
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        file.lock().append(&line, self.keep).inspect_err(|e| {
+            tracing::error!(
+                target: "codemcp::audit",
+                error = %e,
+                server = %entry.server,
+                tool = %entry.tool,
+                "writing the audit log failed; this call has no audit record"
+            );
+        })
     }
 }
 
 impl Rotating {
-    fn append(&mut self, line: &str) -> Result<(), AuditError> {
+    fn append(&mut self, line: &str, keep: usize) -> Result<(), AuditError> {
         let bytes = line.len() as u64 + 1;
         if self.written > 0 && self.written + bytes > self.max_bytes {
-            self.rotate()?;
+            self.rotate(keep)?;
         }
         let fail = |source| AuditError {
             path: self.path.clone(),
@@ -122,14 +185,24 @@ impl Rotating {
         Ok(())
     }
 
-    /// `PATH` becomes `PATH.1` (replacing the older one); a new `PATH` starts.
-    fn rotate(&mut self) -> Result<(), AuditError> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".1");
-        std::fs::rename(&self.path, &old).map_err(|source| AuditError {
-            path: self.path.clone(),
-            source,
-        })?;
+    /// `PATH.N-1` becomes `PATH.N` (the oldest, `PATH.keep`, goes), …,
+    /// `PATH` becomes `PATH.1`; a new `PATH` starts.
+    fn rotate(&mut self, keep: usize) -> Result<(), AuditError> {
+        let numbered = |n: usize| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        let fail = |path: PathBuf| move |source| AuditError { path, source };
+        for n in (1..keep).rev() {
+            match std::fs::rename(numbered(n), numbered(n + 1)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(fail(numbered(n))(e));
+                }
+                _ => {}
+            }
+        }
+        std::fs::rename(&self.path, numbered(1)).map_err(fail(self.path.clone()))?;
         self.file = open_append(&self.path)?;
         self.written = 0;
         Ok(())
@@ -165,21 +238,37 @@ pub fn json_len(value: &impl serde::Serialize) -> usize {
 }
 
 /// A call's arguments as the log shows them: values of secret-looking keys
-/// replaced, long values cut. Small whatever the arguments' size, so the
-/// caller can keep this and send the original on without a copy.
+/// replaced, long strings, keys, lists and objects cut (each with its
+/// original length). Small whatever the arguments' size, so the caller can
+/// keep this and send the original on without a copy.
 pub fn shown_arguments(args: &Map<String, Value>) -> Value {
-    redacted_map(args, 0)
+    let mut nodes = MAX_NODES;
+    redacted_map(args, 0, &mut nodes)
 }
 
+/// The JSON line for `entry`: at most [`MAX_LINE_BYTES`], hidden characters
+/// `\u` escaped so a terminal shows them (see [`crate::for_humans`]).
 fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
+    let full = crate::for_humans::json_escaped(&line_with(entry, at, entry.arguments));
+    if full.len() <= MAX_LINE_BYTES {
+        return full;
+    }
+    let dropped = Value::String(format!(
+        "… [{} bytes of arguments]",
+        json_len(entry.arguments)
+    ));
+    crate::for_humans::json_escaped(&line_with(entry, at, &dropped))
+}
+
+fn line_with(entry: &AuditEntry<'_>, at: SystemTime, arguments: &Value) -> String {
     json!({
         "time": humantime::format_rfc3339_millis(at).to_string(),
-        "principal": entry.principal,
-        "session": entry.session,
+        "principal": cut(entry.principal, MAX_NAME_CHARS),
+        "session": entry.session.map(|s| cut(s, MAX_NAME_CHARS)),
         "engine": entry.engine,
-        "server": entry.server,
-        "tool": entry.tool,
-        "arguments": entry.arguments,
+        "server": cut(entry.server, MAX_NAME_CHARS),
+        "tool": cut(entry.tool, MAX_NAME_CHARS),
+        "arguments": arguments,
         "decision": entry.decision,
         "outcome": entry.outcome,
         "duration_ms": entry.duration_ms,
@@ -188,33 +277,54 @@ fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
     .to_string()
 }
 
-/// `value` with secret-looking keys' values replaced and long strings cut.
-fn redacted(value: &Value, depth: usize) -> Value {
+/// `s`, or its first `max` characters and its length.
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().nth(max).is_none() {
+        return s.to_owned();
+    }
+    let kept: String = s.chars().take(max).collect();
+    format!("{kept}… [{} chars]", s.chars().count())
+}
+
+/// `value` with secret-looking keys' values replaced and long strings cut;
+/// `nodes` is what is left of the whole call's budget of values.
+fn redacted(value: &Value, depth: usize, nodes: &mut usize) -> Value {
+    *nodes = nodes.saturating_sub(1);
     match value {
-        Value::String(s) if s.chars().count() > MAX_VALUE_CHARS => {
-            let cut: String = s.chars().take(MAX_VALUE_CHARS).collect();
-            Value::String(format!("{cut}… [{} chars]", s.chars().count()))
-        }
+        Value::String(s) => Value::String(cut(s, MAX_VALUE_CHARS)),
         Value::Object(_) | Value::Array(_) if depth >= MAX_DEPTH => Value::String("…".into()),
-        Value::Object(map) => redacted_map(map, depth),
-        Value::Array(items) => Value::Array(items.iter().map(|i| redacted(i, depth + 1)).collect()),
+        Value::Object(map) => redacted_map(map, depth, nodes),
+        Value::Array(items) => {
+            let mut shown = Vec::new();
+            for item in items {
+                if shown.len() == MAX_ITEMS || *nodes == 0 {
+                    shown.push(Value::String(format!("… [{} items]", items.len())));
+                    break;
+                }
+                shown.push(redacted(item, depth + 1, nodes));
+            }
+            Value::Array(shown)
+        }
         other => other.clone(),
     }
 }
 
-fn redacted_map(map: &Map<String, Value>, depth: usize) -> Value {
-    Value::Object(
-        map.iter()
-            .map(|(key, item)| {
-                let shown = if is_secret(key) {
-                    Value::String("<redacted>".into())
-                } else {
-                    redacted(item, depth + 1)
-                };
-                (key.clone(), shown)
-            })
-            .collect(),
-    )
+fn redacted_map(map: &Map<String, Value>, depth: usize, nodes: &mut usize) -> Value {
+    let mut shown = Map::new();
+    for (key, item) in map {
+        if shown.len() == MAX_ITEMS || *nodes == 0 {
+            shown.insert("…".into(), Value::String(format!("[{} keys]", map.len())));
+            break;
+        }
+        let value = if is_secret(key) {
+            *nodes = nodes.saturating_sub(1);
+            Value::String("<redacted>".into())
+        } else {
+            redacted(item, depth + 1, nodes)
+        };
+        shown.insert(cut(key, MAX_NAME_CHARS), value);
+    }
+    Value::Object(shown)
 }
 
 fn is_secret(key: &str) -> bool {

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod clients;
 pub mod config;
 pub mod exec;
+pub mod for_humans;
 pub mod metrics;
 pub mod policy;
 pub mod principals;

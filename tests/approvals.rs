@@ -207,7 +207,7 @@ async fn an_approved_call_runs_and_a_declined_one_raises_tool_error_without_reac
     );
     let message = report["asked"][0]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("fs.write_file") && message.contains("approved"),
+        message.contains("Server: fs\nTool: write_file\n") && message.contains("approved"),
         "{message}"
     );
     assert!(

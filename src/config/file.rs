@@ -476,6 +476,10 @@ fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration, OAuthCo
     if entry.name.trim().is_empty() {
         return Err("the server name is empty".to_owned());
     }
+    if crate::for_humans::has_hidden(&entry.name) {
+        // It is shown in approval questions and logs, where such characters forge or hide text.
+        return Err("the server name has control, bidi or invisible characters".to_owned());
+    }
     let Value::Object(fields) = &entry.value else {
         return Err(format!(
             "the entry must be an object, found {}",

@@ -90,6 +90,20 @@ pub struct AuthoritySettings {
     #[arg(value_name = "SIZE", default_value = "64MiB")]
     #[arg(global = true, value_parser = Lenient::new(size))]
     pub audit_max_bytes: usize,
+    /// How many rotated audit files are kept (`PATH.1` newest … `PATH.N`
+    /// oldest). Lines are bounded (long arguments shortened), so each file
+    /// holds at least `AUDIT_MAX_BYTES / 64 KiB` records.
+    #[arg(long = "audit-keep-files", env = "CODEMCP_AUDIT_KEEP_FILES")]
+    #[arg(value_name = "N", default_value = "5")]
+    #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
+    pub audit_keep_files: usize,
+    /// Refuse calls of tools that may have side effects (not `readOnlyHint`)
+    /// unless their audit line is written first; a failing audit write is
+    /// always logged.
+    #[arg(long = "audit-required", env = "CODEMCP_AUDIT_REQUIRED")]
+    #[arg(value_name = "BOOL", default_value = "false", action = clap::ArgAction::Set)]
+    #[arg(global = true, value_parser = Lenient::new(values::boolean))]
+    pub audit_required: bool,
 }
 
 /// Calls to upstream MCP servers.

@@ -34,6 +34,9 @@ pub struct SdkFunction {
     pub read_only: bool,
     /// `allow` or `ask` (denied tools are not in the SDK).
     pub policy: Decision,
+    /// The plain name this function would have, had another server's tool
+    /// not mapped to it too (see [`naming::function_names`]).
+    pub renamed_from: Option<String>,
 }
 
 /// One parameter of an [`SdkFunction`].
@@ -88,6 +91,7 @@ impl SdkFunction {
             output_schema: tool.output_schema.clone(),
             read_only: tool.read_only,
             policy: tool.policy,
+            renamed_from: None,
         }
     }
 
@@ -130,7 +134,7 @@ impl SdkFunction {
                 })
             })
             .collect();
-        json!({
+        let mut described = json!({
             "name": self.py_name,
             "server": self.server,
             "tool": self.tool,
@@ -140,7 +144,15 @@ impl SdkFunction {
             "input_schema": *self.input_schema,
             "output_schema": self.output_schema.as_deref(),
             "read_only": self.read_only,
-        })
+        });
+        if let Some(plain) = &self.renamed_from {
+            described["renamed"] = json!(format!(
+                "renamed from {plain}: tools of more than one server map to that name, so none has \
+                 it; this function calls the tool '{}' of server '{}'",
+                self.tool, self.server
+            ));
+        }
+        described
     }
 }
 

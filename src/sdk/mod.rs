@@ -102,15 +102,20 @@ impl Sdk {
         let mut order: Vec<(&ToolDef, SortKey)> =
             tools.iter().map(|t| (t, SortKey::of(t))).collect();
         order.sort_by(|a, b| a.1.cmp(&b.1));
-        let bases: Vec<String> = order
+        let parts: Vec<(&str, &str)> = order
             .iter()
-            .map(|(t, _)| naming::function_base_name(&t.server, &t.name))
+            .map(|(t, _)| (t.server.as_str(), t.name.as_str()))
             .collect();
-        let names = naming::assign_unique(&bases);
+        let names = naming::function_names(&parts);
+        warn_contested(&names, &parts);
         let mut functions: Vec<SdkFunction> = order
             .iter()
             .zip(names)
-            .map(|((tool, _), py_name)| SdkFunction::new(tool, py_name))
+            .map(|((tool, _), (py_name, lost))| {
+                let mut function = SdkFunction::new(tool, py_name);
+                function.renamed_from = lost;
+                function
+            })
             .collect();
         functions.sort_by(|a, b| a.py_name.cmp(&b.py_name));
         let index = search::Index::new(&functions);
@@ -260,6 +265,25 @@ impl Sdk {
     /// Everything about one tool, for `describe_tool(name)`.
     pub fn describe(&self, name: &str) -> Option<Value> {
         self.lookup(name).map(SdkFunction::describe)
+    }
+}
+
+/// One warning per plain function name that several servers' tools map to.
+fn warn_contested(names: &[(String, Option<String>)], parts: &[(&str, &str)]) {
+    let mut contested: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for ((name, lost), (server, tool)) in names.iter().zip(parts) {
+        if let Some(lost) = lost {
+            let shown = crate::for_humans::escape(&format!("{server}.{tool} as {name}"));
+            contested.entry(lost.as_str()).or_default().push(shown);
+        }
+    }
+    for (lost, tools) in contested {
+        tracing::warn!(
+            target: "codemcp::sdk",
+            name = lost,
+            tools = %tools.join(", "),
+            "tools of several servers map to one function name; none has it, each is named server__tool"
+        );
     }
 }
 

@@ -5,6 +5,14 @@
 //! that would start with a digit gets the prefix `n` (`3dprint` → `n3dprint`), so every name is
 //! a valid ASCII identifier. Parameter names keep the upstream's spelling whenever it is already
 //! a valid identifier, because the upstream expects that spelling back.
+//!
+//! Two servers' tools can map to one name (`gh` + `issues_create` and `gh_issues` + `create`
+//! are both `gh_issues_create`). Then neither has it: each of them is named
+//! `normalize(server) + "__" + normalize(tool)` (`gh__issues_create`, `gh_issues__create`),
+//! whatever the order of the config or of the tools. Normalized parts never hold `__`, so these
+//! names cannot meet a plain name or each other, and they depend only on the tool's own server:
+//! adding a server leaves every other function's name as it was, except that a plain name a new
+//! server's tool also maps to is withdrawn (a call of it fails; it never reaches the newcomer).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -131,6 +139,44 @@ fn prefix_digit(name: String) -> String {
 /// The base function name for one tool, before collision suffixes.
 pub fn function_base_name(server: &str, tool: &str) -> String {
     format!("{}_{}", normalize(server), normalize(tool))
+}
+
+/// The name of a tool whose plain name another server's tool maps to as well.
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    format!("{}__{}", normalize(server), normalize(tool))
+}
+
+/// Function names for `tools` (`(server, tool)`, in their deterministic order), each with the
+/// plain name it lost when more than one server's tools map to that name.
+pub fn function_names(tools: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
+    let plain: Vec<String> = tools
+        .iter()
+        .map(|(server, tool)| function_base_name(server, tool))
+        .collect();
+    let mut servers: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for (name, (server, _)) in plain.iter().zip(tools) {
+        servers.entry(name.as_str()).or_default().insert(server);
+    }
+    let contested = |name: &str| servers.get(name).is_some_and(|s| s.len() > 1);
+    let bases: Vec<String> = plain
+        .iter()
+        .zip(tools)
+        .map(|(name, (server, tool))| {
+            if contested(name) {
+                qualified_name(server, tool)
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    assign_unique(&bases)
+        .into_iter()
+        .zip(plain.iter())
+        .map(|(name, plain)| {
+            let lost = contested(plain).then(|| plain.clone());
+            (name, lost)
+        })
+        .collect()
 }
 
 fn is_taken(name: &str, used: &BTreeSet<String>) -> bool {
@@ -357,6 +403,29 @@ mod tests {
         assert_eq!(
             param_names(&wires).last().map(String::as_str),
             Some("arg_20000")
+        );
+    }
+
+    #[test]
+    fn contested_names_go_to_no_server() {
+        let tools = [
+            ("gh", "issues_create"),
+            ("gh_issues", "create"),
+            ("gh", "list"),
+        ];
+        let lost = Some("gh_issues_create".to_owned());
+        assert_eq!(
+            function_names(&tools),
+            [
+                ("gh__issues_create".to_owned(), lost.clone()),
+                ("gh_issues__create".to_owned(), lost),
+                ("gh_list".to_owned(), None),
+            ]
+        );
+        // One server's own duplicates keep the plain name and suffixes.
+        assert_eq!(
+            function_names(&[("a", "b-c"), ("a", "b_c")]),
+            [("a_b_c".to_owned(), None), ("a_b_c_2".to_owned(), None)]
         );
     }
 

@@ -44,7 +44,9 @@ impl Authority {
     pub fn from_settings(settings: &Settings) -> Result<Self, crate::audit::AuditError> {
         let authority = &settings.authority;
         let audit = match &authority.audit_log {
-            Some(path) => AuditLog::open(path, authority.audit_max_bytes)?,
+            Some(path) => AuditLog::open(path, authority.audit_max_bytes)?
+                .keeping(authority.audit_keep_files)
+                .requiring(authority.audit_required),
             None => AuditLog::to_tracing_only(),
         };
         Ok(Self {
@@ -253,6 +255,7 @@ impl Call {
         } else {
             Value::Null
         };
+        self.audit_first(&shown, decision)?;
         let started = Instant::now();
         let call = self.catalog.call(&self.server, &self.tool, args);
         let trace = &self.context.trace;
@@ -323,7 +326,19 @@ impl Call {
         took: Duration,
         result_bytes: usize,
     ) {
-        self.authority.audit.record(&AuditEntry {
+        let entry = self.entry(shown, decision, outcome, took, result_bytes);
+        self.authority.audit.record(&entry);
+    }
+
+    fn entry<'a>(
+        &'a self,
+        shown: &'a Value,
+        decision: &'a str,
+        outcome: &'a str,
+        took: Duration,
+        result_bytes: usize,
+    ) -> AuditEntry<'a> {
+        AuditEntry {
             principal: &self.context.identity.label,
             session: self.context.session.as_deref(),
             engine: self.engine,
@@ -334,7 +349,35 @@ impl Call {
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             result_bytes,
-        });
+        }
+    }
+
+    /// With `CODEMCP_AUDIT_REQUIRED`, a call that may have side effects (its
+    /// tool is not `readOnlyHint`) is made only once a `started` line for it
+    /// is in the file; when that write fails the call is refused.
+    fn audit_first(&self, shown: &Value, decision: &str) -> Result<(), ToolFailure> {
+        let audit = &self.authority.audit;
+        if !audit.required() || self.read_only() {
+            return Ok(());
+        }
+        let entry = self.entry(shown, decision, "started", Duration::ZERO, 0);
+        audit.try_record(&entry).map_err(|e| ToolFailure {
+            message: format!(
+                "{}.{} was not called: its audit record could not be written ({e}), and \
+                 CODEMCP_AUDIT_REQUIRED refuses calls that may have side effects without one",
+                self.server, self.tool
+            ),
+        })
+    }
+
+    /// Whether the tool says it only reads (`readOnlyHint`).
+    fn read_only(&self) -> bool {
+        self.context
+            .identity
+            .sdk(&self.catalog)
+            .functions()
+            .iter()
+            .any(|f| f.server == self.server && f.tool == self.tool && f.read_only)
     }
 
     /// `Ok` when the user approves this call (or approved the tool for the
@@ -424,15 +467,29 @@ impl Call {
     }
 }
 
-/// What the user is asked about a call of `server`'s `tool` with `args`.
+/// What the user is asked about a call of `server`'s `tool` with `args`:
+/// the server, the tool and every argument's name each on a line of their
+/// own, escaped ([`crate::for_humans`]) so no name or value can forge a line
+/// or reorder text, and each value shortened on its own.
 pub fn approval_question(
     server: &str,
     tool: &str,
     args: &Map<String, Value>,
 ) -> ElicitRequestParams {
+    use crate::for_humans::{arguments, shortened};
+    let listed = if args.is_empty() {
+        "Arguments: none\n".to_owned()
+    } else {
+        format!(
+            "Arguments ({}):\n{}",
+            args.len(),
+            arguments(args, QUESTION_ARGS_CHARS)
+        )
+    };
     let message = format!(
-        "Agent code wants to call {server}.{tool} with {}. Allow it?",
-        shown_arguments(args)
+        "Agent code wants to call a tool.\nServer: {}\nTool: {}\n{listed}Allow this call?",
+        shortened(server, NAME_CHARS),
+        shortened(tool, NAME_CHARS),
     );
     ElicitRequestParams::FormElicitationParams {
         meta: None,
@@ -440,6 +497,11 @@ pub fn approval_question(
         requested_schema: approval_form(),
     }
 }
+
+/// How much of a server or tool name the question shows.
+const NAME_CHARS: usize = 120;
+/// About how many characters the argument values share in the question.
+const QUESTION_ARGS_CHARS: usize = 2000;
 
 const FOR_CALL: &str = "this call";
 const FOR_SESSION: &str = "the rest of this session";
@@ -455,32 +517,4 @@ fn approval_form() -> ElicitationSchema {
     ElicitationSchema::builder()
         .property("scope", PrimitiveSchemaDefinition::Enum(choice))
         .build_unchecked()
-}
-
-/// The arguments as JSON, long values cut, the whole at most ~1 KB.
-fn shown_arguments(args: &Map<String, Value>) -> String {
-    let cut: Map<String, Value> = args
-        .iter()
-        .map(|(k, v)| {
-            let shown = match v {
-                Value::String(s) if s.chars().count() > 200 => Value::String(format!(
-                    "{}… [{} chars]",
-                    s.chars().take(200).collect::<String>(),
-                    s.chars().count()
-                )),
-                other => other.clone(),
-            };
-            (k.clone(), shown)
-        })
-        .collect();
-    let text = Value::Object(cut).to_string();
-    if text.chars().count() > 1000 {
-        format!(
-            "{}… [{} chars]",
-            text.chars().take(1000).collect::<String>(),
-            text.chars().count()
-        )
-    } else {
-        text
-    }
 }

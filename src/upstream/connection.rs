@@ -255,8 +255,25 @@ pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, U
     }
     Ok(tools
         .into_iter()
+        .filter(|t| shown_name(server, &t.name))
         .map(|t| ToolDef::from_mcp(server, t))
         .collect())
+}
+
+/// Whether a tool's name can be shown to people as it is: a name with
+/// control, bidi or invisible characters could forge or reorder the text of
+/// an approval question or a log line, so the tool is left out (logged).
+fn shown_name(server: &str, name: &str) -> bool {
+    if !crate::for_humans::has_hidden(name) {
+        return true;
+    }
+    tracing::warn!(
+        target: "codemcp::upstream",
+        %server,
+        tool = %crate::for_humans::shortened(name, 200),
+        "tool left out: its name has control, bidi or invisible characters"
+    );
+    false
 }
 
 /// Retry pacing for a server that went down: 0.5 s doubling to 30 s.

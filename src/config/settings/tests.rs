@@ -286,7 +286,7 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 43] = [
+const VARIABLES: &[&str] = &[
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
@@ -324,6 +324,8 @@ const VARIABLES: [&str; 43] = [
     "CODEMCP_APPROVAL_TIMEOUT_SECS",
     "CODEMCP_AUDIT_LOG",
     "CODEMCP_AUDIT_MAX_BYTES",
+    "CODEMCP_AUDIT_KEEP_FILES",
+    "CODEMCP_AUDIT_REQUIRED",
     "CODEMCP_HEALTHZ_OPEN",
     "CODEMCP_HTTP_HEADER_TIMEOUT_MS",
     "CODEMCP_HTTP_BODY_TIMEOUT_MS",
@@ -349,7 +351,7 @@ fn every_variable_has_its_flag_and_help() {
         read.push(var);
     }
     read.sort();
-    let mut expected = VARIABLES.map(str::to_owned).to_vec();
+    let mut expected = VARIABLES.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
     expected.sort();
     assert_eq!(read, expected);
     let help = command.render_long_help().to_string();
