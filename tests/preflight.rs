@@ -16,7 +16,7 @@ use codemcp::policy::Decision;
 use codemcp::sdk::Sdk;
 use codemcp::tooldef::ToolDef;
 use serde_json::json;
-use support::{Setup, everything};
+use support::{Setup, everything, odd};
 
 #[tokio::test]
 async fn a_typo_on_line_5_stops_the_snippet_before_line_1_runs() {
@@ -84,6 +84,99 @@ async fn a_call_through_a_variable_is_left_to_run_time() {
     assert!(!defined.is_error, "{}", defined.text);
     let ran = client.exec("everything_twice(21)").await;
     assert_eq!(ran.result(), &json!(42), "{}", ran.text);
+}
+
+#[tokio::test]
+async fn optional_list_refuses_a_bare_string_before_the_server() {
+    let setup = Setup::new(json!({"odd": odd(json!({"ODD_SCHEMAS": "1"}))}));
+    let client = setup.stdio(&[]).await;
+    let ran = client
+        .exec("print('ran')\nodd_describe_regions(regions='us-east-1')")
+        .await;
+    assert_eq!(ran.error_kind(), "preflight", "{}", ran.text);
+    assert_eq!(ran.error_type(), "TypeError", "{}", ran.text);
+    assert_eq!(
+        ran.error_message(),
+        "line 2: odd_describe_regions() argument 'regions' must be list or None, not str \
+         (found before running; nothing ran)"
+    );
+    assert_eq!(ran.structured["tool_calls"], 0, "the server saw nothing");
+    let ran = client
+        .exec("[odd_describe_regions(regions=['us-east-1']), odd_describe_regions(regions=None), \
+               odd_draw(shape={'kind': 'square', 'side': 2}), odd_count_nodes(tree={'name': 'a', 'children': [{'name': 'b'}]}), \
+               odd_tune(mode='slow', value=3)]")
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!(["[\"us-east-1\"]", "null", 4.0, 2, "slow:3"]),
+        "{}",
+        ran.text
+    );
+    let ran = client
+        .exec("odd_draw(shape={'kind': 'hexagon', 'side': 2})\nodd_count_nodes(tree={'name': 'a', 'children': [{'name': 1}]})\nodd_tune(mode='medium')")
+        .await;
+    assert_eq!(ran.error_kind(), "preflight", "{}", ran.text);
+    for line in [
+        "line 1: odd_draw() argument 'shape' at ['kind'] must be 'circle' or 'square', not 'hexagon'",
+        "line 2: odd_count_nodes() argument 'tree' at ['children'][0]['name'] must be str, not int",
+        "line 3: odd_tune() argument 'mode' must be 'fast' or 'slow', not 'medium'",
+    ] {
+        assert!(
+            ran.error_message().contains(line),
+            "{line} is not in {}",
+            ran.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_schema_stays_callable_with_a_plain_signature() {
+    // zod-to-json-schema's output for a top-level `z.union([...])`: no
+    // properties to make parameters of.
+    let union = json!({"anyOf": [
+        {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false},
+        {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"], "additionalProperties": false},
+    ], "$schema": "http://json-schema.org/draft-07/schema#"});
+    let sdk = Sdk::build(&[ToolDef::with_schema("crm", "find_contact", union)]);
+    let function = sdk
+        .get("crm_find_contact")
+        .expect("a function all the same");
+    assert_eq!(
+        function.signature(),
+        "crm_find_contact(**kwargs: Any) -> str"
+    );
+    let described = sdk.describe("crm_find_contact").expect("described");
+    let note = described["note"].as_str().expect("a note");
+    assert!(
+        note.starts_with("the gateway cannot read this input schema ("),
+        "{note}"
+    );
+    assert!(
+        sdk.stub()
+            .contains("def crm_find_contact(**kwargs: Any) -> str:")
+    );
+    let args = function
+        .bind_args(Vec::new(), vec![("email".to_owned(), json!("a@b.c"))])
+        .expect("keywords bind");
+    assert_eq!(serde_json::Value::Object(args), json!({"email": "a@b.c"}));
+    let checked = preflight::check("crm_find_contact(email='a@b.c', id=3)", &sdk, &[]);
+    assert!(
+        checked.findings.is_empty(),
+        "nothing is refused that the gateway cannot read"
+    );
+    // A schema the gateway reads has no note.
+    let typed = Sdk::build(&[ToolDef::with_schema(
+        "crm",
+        "get",
+        json!({"type": "object"}),
+    )]);
+    assert!(
+        typed
+            .describe("crm_get")
+            .expect("described")
+            .get("note")
+            .is_none()
+    );
 }
 
 /// The catalogs the corpora are written against: the real peers, under the

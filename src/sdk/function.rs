@@ -21,6 +21,9 @@ pub struct SdkFunction {
     pub params: Vec<Param>,
     /// The schema could not be typed: the signature is `(**kwargs: Any)`.
     pub variadic_kwargs: bool,
+    /// Why the input schema could not be read, when it could not: the
+    /// function still takes `**kwargs`, and `describe_tool` says so.
+    pub untyped: Option<&'static str>,
     /// From the output schema; `None` when there is none (the call then returns the text).
     pub return_hint: Option<String>,
     /// The output schema is FastMCP's `{"result": T}` wrapper around a plain
@@ -54,7 +57,9 @@ pub struct Param {
 
 impl SdkFunction {
     pub(super) fn new(tool: &ToolDef, py_name: String) -> SdkFunction {
-        let (params, variadic_kwargs) = match typed_params(&tool.input_schema) {
+        let typed = typed_params(&tool.input_schema);
+        let untyped = typed.as_ref().err().copied();
+        let (params, variadic_kwargs) = match typed {
             Ok(Some(params)) => (params, false),
             Ok(None) => (Vec::new(), true),
             Err(reason) => {
@@ -74,6 +79,7 @@ impl SdkFunction {
             tool: tool.name.clone(),
             params,
             variadic_kwargs,
+            untyped,
             return_hint: tool
                 .output_schema
                 .as_ref()
@@ -152,6 +158,15 @@ impl SdkFunction {
                 self.tool, self.server
             ));
         }
+        if let (Some(reason), Some(map)) = (self.untyped, described.as_object_mut()) {
+            map.insert(
+                "note".to_owned(),
+                json!(format!(
+                    "the gateway cannot read this input schema ({reason}), so the function takes \
+                     keyword arguments unchecked: pass what input_schema asks for, by its names"
+                )),
+            );
+        }
         described
     }
 }
@@ -195,6 +210,16 @@ fn typed_params(schema: &Value) -> Result<Option<Vec<Param>>, &'static str> {
         Some(Value::Object(props)) => props,
         Some(_) => return Err("`properties` is not an object"),
     };
+    let mut required: HashSet<String> = types::required_names(top)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let merged = if props.is_empty() {
+        all_of_properties(&ctx, obj, &mut required)
+    } else {
+        Map::new()
+    };
+    let props = if merged.is_empty() { props } else { &merged };
     if props.is_empty() {
         if ["anyOf", "oneOf", "allOf", "not", "if", "$ref"]
             .iter()
@@ -209,7 +234,6 @@ fn typed_params(schema: &Value) -> Result<Option<Vec<Param>>, &'static str> {
             return Ok(None);
         }
     }
-    let required: HashSet<&str> = types::required_names(top).into_iter().collect();
     let wire_names: Vec<&str> = props.keys().map(String::as_str).collect();
     let py_names = naming::param_names(&wire_names);
     let mut params: Vec<Param> = props
@@ -221,6 +245,45 @@ fn typed_params(schema: &Value) -> Result<Option<Vec<Param>>, &'static str> {
         .collect();
     params.sort_by_key(|p| !p.required);
     Ok(Some(params))
+}
+
+/// The properties of an object composed with `allOf` (as OpenAPI writes inheritance), each
+/// member resolved through `$ref`; their `required` names go into `required`. Empty when a
+/// member is no plain object schema: such a composition is not read.
+fn all_of_properties(
+    ctx: &TypeCtx<'_>,
+    obj: &Map<String, Value>,
+    required: &mut HashSet<String>,
+) -> Map<String, Value> {
+    let mut merged = Map::new();
+    let Some(members) = obj.get("allOf").and_then(Value::as_array) else {
+        return merged;
+    };
+    if ["anyOf", "oneOf", "not", "if"]
+        .iter()
+        .any(|k| obj.contains_key(*k))
+    {
+        return merged;
+    }
+    for member in members {
+        let member = ctx.resolve_top(member);
+        let props = match member.get("properties") {
+            Some(Value::Object(props)) => props,
+            None if member.is_object()
+                && !["$ref", "anyOf", "oneOf", "allOf", "not", "if"]
+                    .iter()
+                    .any(|k| member.get(*k).is_some()) =>
+            {
+                continue;
+            }
+            _ => return Map::new(),
+        };
+        for (name, prop) in props {
+            merged.entry(name.clone()).or_insert_with(|| prop.clone());
+        }
+        required.extend(types::required_names(member).into_iter().map(str::to_owned));
+    }
+    merged
 }
 
 fn param(ctx: &TypeCtx<'_>, wire: &str, prop: &Value, py_name: String, required: bool) -> Param {

@@ -10,6 +10,7 @@ Runs under both PyPI `mcp` 2.x (`mcp.server.mcpserver.MCPServer`) and 1.x
 
 Environment:
     ODD_LOG_LEVEL=WARNING  the SDK's log level (logs go to stderr; uvicorn's access log is off below WARNING)
+    ODD_SCHEMAS=1 add tools whose parameters are pydantic unions, Optional lists, nested, recursive and Literal types
     ODD_TOOLS=N   add N generated, realistic tools (deterministic; see catalog_queries.json)
 
 The tools deliberately cover awkward shapes: dotted/camelCase/MixedCase names,
@@ -123,6 +124,21 @@ FAKE_ORDERS = [
     Order(id="ord-1004", customer_id=12, email="cy@example.com", placed="2026-03-02", total=5.0, status="cancelled", tags=[]),
     Order(id="ord-1005", customer_id=9, email="bob@corp.test", placed="2026-03-15", total=1200.0, status="open", tags=["b2b"]),
 ]
+
+class Circle(BaseModel):
+    kind: Literal["circle"]
+    radius: float
+
+
+class Square(BaseModel):
+    kind: Literal["square"]
+    side: float
+
+
+class TreeNode(BaseModel):
+    name: str
+    children: list[TreeNode] = Field(default_factory=list)
+
 
 _counter = 0
 
@@ -241,6 +257,28 @@ def register_fixed_tools(server: Any) -> None:
     @server.tool(name="pid", description="Return the server's process id.", annotations=READ_ONLY)
     def pid() -> int:
         return os.getpid()
+
+
+def register_schema_tools(server: Any) -> None:
+    """Parameters as pydantic publishes them: unions, Optional, nested and
+    recursive models, literals (ODD_SCHEMAS=1; kept out of the default
+    catalog so the snapshots of what the model sees stay as they are)."""
+
+    @server.tool(name="describe_regions", description="Echo the regions received (pydantic `list[str] | None`: anyOf with null).", annotations=READ_ONLY)
+    def describe_regions(regions: list[str] | None = None) -> str:
+        return json.dumps(regions)
+
+    @server.tool(name="draw", description="Area of a shape (a discriminated union: oneOf with a const `kind`).", annotations=READ_ONLY)
+    def draw(shape: Annotated[Circle | Square, Field(discriminator="kind")]) -> float:
+        return 3.14159 * shape.radius**2 if isinstance(shape, Circle) else shape.side**2
+
+    @server.tool(name="count_nodes", description="Count the nodes of a tree (a recursive model).", annotations=READ_ONLY)
+    def count_nodes(tree: TreeNode) -> int:
+        return 1 + sum(count_nodes(child) for child in tree.children)
+
+    @server.tool(name="tune", description="Echo a mode (a Literal) and a value (a union with None).", annotations=READ_ONLY)
+    def tune(mode: Literal["fast", "slow"] = "fast", value: int | str | None = None) -> str:
+        return f"{mode}:{value!r}"
 
 
 # --------------------------------------------------------------------------
@@ -770,6 +808,8 @@ def main() -> None:
         return
     server = make_server(a.http)
     register_fixed_tools(server)
+    if os.environ.get("ODD_SCHEMAS"):
+        register_schema_tools(server)
     if n > 0:
         register_catalog(server, n)
     log(f"mcp {MCP_MAJOR}.x, {'http port %d' % a.http if a.http else 'stdio'}, {n} generated tools")

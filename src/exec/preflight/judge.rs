@@ -7,8 +7,9 @@ use ruff_text_size::TextSize;
 use serde_json::Value;
 
 use super::Problem;
-use super::literal::{Literal, certain_type, literal, mismatched, python_type};
 use super::scan::{Call, Scan};
+use super::schema::Checker;
+use super::shape::Shape;
 use crate::exec::cpython_tables::BUILTINS;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction};
@@ -198,26 +199,30 @@ fn resource_arguments(name: &str, args: &Arguments) -> Option<Problem> {
 
 /// A value with the JSON type `expr` surely has, else a string.
 fn placeholder(expr: &Expr) -> Value {
-    if expr.is_none_literal_expr() {
-        return Value::Null;
-    }
-    match literal(expr) {
-        Some(Literal::Int) => Value::from(0),
-        Some(Literal::Float) => Value::from(0.5),
-        Some(Literal::Bool) => Value::Bool(true),
-        Some(Literal::List | Literal::Tuple) => Value::Array(Vec::new()),
-        Some(Literal::Dict) => Value::Object(serde_json::Map::new()),
-        Some(Literal::Str(_)) | None => Value::String(String::new()),
+    match Shape::of(expr) {
+        Shape::Null => Value::Null,
+        Shape::Int(_) => Value::from(0),
+        Shape::Float => Value::from(0.5),
+        Shape::Bool(_) => Value::Bool(true),
+        Shape::List { .. } => Value::Array(Vec::new()),
+        Shape::Dict { .. } => Value::Object(serde_json::Map::new()),
+        Shape::Str(_) | Shape::Unknown => Value::String(String::new()),
     }
 }
 
+/// The problem of a literal argument the parameter's schema rules out. An
+/// optional parameter's `None` is never sent (see `bind_args`), so it fits.
 fn literal_problem(function: &SdkFunction, param: &Param, value: &Expr) -> Option<Problem> {
-    let given = literal(value)?;
-    let expected = certain_type(function, &param.wire_name)?;
-    mismatched(given, expected).then(|| Problem::LiteralType {
+    let shape = Shape::of(value);
+    if matches!(shape, Shape::Unknown) || (!param.required && shape == Shape::Null) {
+        return None;
+    }
+    let checker = Checker::new(&function.input_schema);
+    let schema = checker.property(&param.wire_name)?;
+    let fault = checker.fault(schema, &shape)?;
+    Some(Problem::Schema {
         function: function.py_name.clone(),
         argument: param.py_name.clone(),
-        expected: python_type(expected).to_owned(),
-        given: given.python_name(),
+        fault,
     })
 }

@@ -9,9 +9,10 @@
 //! deep, is not checked at all: the engine reports it.
 
 mod judge;
-mod literal;
 mod memory;
 mod scan;
+mod schema;
+mod shape;
 
 use std::sync::Arc;
 
@@ -38,12 +39,12 @@ pub enum Problem {
     /// A call of `list_resources`, `read_resource`, `list_prompts` or `get_prompt`.
     #[error(transparent)]
     ResourceArguments(#[from] ResourceArgError),
-    #[error("{function}() argument '{argument}' must be {expected}, not {given}")]
-    LiteralType {
+    /// A literal argument the parameter's schema rules out.
+    #[error("{function}() argument '{argument}'{fault}")]
+    Schema {
         function: String,
         argument: String,
-        expected: String,
-        given: &'static str,
+        fault: schema::Fault,
     },
 }
 
@@ -60,7 +61,7 @@ impl Problem {
     fn exc_type(&self) -> &'static str {
         match self {
             Problem::UnknownFunction { .. } => "NameError",
-            Problem::Arguments(_) | Problem::ResourceArguments(_) | Problem::LiteralType { .. } => {
+            Problem::Arguments(_) | Problem::ResourceArguments(_) | Problem::Schema { .. } => {
                 "TypeError"
             }
         }

@@ -42,7 +42,7 @@ fn found_after(code: &str, earlier: &[&str]) -> Vec<String> {
 #[test]
 fn calls_that_fit_the_catalog_pass() {
     let code = "x = everything_get_sum(1, b=2)\neverything_echo(message=f'{x}')\n\
-                everything_list_items()\neverything_list_items(depth=' 3 ', tags=[1], flag=[2])\n\
+                everything_list_items()\neverything_list_items(depth=' 3 ', tags=[1], flag='2')\n\
                 everything_raw(anything=1)\nprint(len(search_tools('sum')))\ndescribe_tool('x')";
     assert_eq!(found(code), Vec::<String>::new());
 }
@@ -91,12 +91,15 @@ fn argument_errors_read_as_the_runtime_raises_them() {
 #[test]
 fn literals_of_a_type_the_schema_rules_out_are_reported() {
     assert_eq!(
-        found("everything_get_sum('one', b=[2])\neverything_list_items(depth='deep', tags='a')"),
+        found(
+            "everything_get_sum('one', b=[2])\neverything_list_items(depth='deep', tags='a', flag=[2])"
+        ),
         [
             "line 1: everything_get_sum() argument 'a' must be float, not str",
             "line 1: everything_get_sum() argument 'b' must be float, not list",
             "line 2: everything_list_items() argument 'depth' must be int, not str",
             "line 2: everything_list_items() argument 'tags' must be list, not str",
+            "line 2: everything_list_items() argument 'flag' must be str or int, not list",
         ]
     );
 }
@@ -250,4 +253,126 @@ fn resource_and_prompt_calls_are_checked_like_tool_calls() {
         .error()
         .expect("an error");
     assert_eq!(error.exc_type, "TypeError");
+}
+
+/// Tools with schemas as generators publish them (see `tests/schemas/published.json`).
+fn published() -> Sdk {
+    let fixture: Value =
+        serde_json::from_str(include_str!("../../../tests/schemas/published.json"))
+            .expect("valid JSON");
+    let tools: Vec<ToolDef> = fixture["schemas"]
+        .as_array()
+        .expect("schemas")
+        .iter()
+        .map(|entry| {
+            let name = entry["name"].as_str().expect("name");
+            ToolDef::with_schema("pub", name, entry["schema"].clone())
+        })
+        .collect();
+    Sdk::build(&tools)
+}
+
+fn found_in_published(code: &str) -> Vec<String> {
+    check(code, &published(), &[])
+        .findings
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn union_accepts_each_member() {
+    let code = "pub_pydantic_union(value=3)\npub_pydantic_union(value='three')\n\
+                pub_pydantic_union(value=[3], when='2026-01-01')\npub_pydantic_union(3, None)\n\
+                pub_hand_written_type_lists(value=True, timeout=None)\n\
+                pub_hand_written_type_lists(value=1.5, timeout=30)\npub_hand_written_type_lists('s')";
+    assert_eq!(found_in_published(code), Vec::<String>::new());
+    assert_eq!(
+        found_in_published("pub_pydantic_union(value={'a': 1})\npub_pydantic_union(value=['x'])"),
+        [
+            "line 1: pub_pydantic_union() argument 'value' must be int, str or list, not dict",
+            "line 2: pub_pydantic_union() argument 'value' at [0] must be int, not str",
+        ]
+    );
+}
+
+#[test]
+fn an_optional_list_refuses_a_bare_string() {
+    assert_eq!(
+        found_in_published(
+            "pub_pydantic_optional_list(regions='us-east-1')\n\
+             pub_pydantic_optional_list(regions=['us-east-1'])\npub_pydantic_optional_list(regions=None)"
+        ),
+        ["line 1: pub_pydantic_optional_list() argument 'regions' must be list or None, not str"]
+    );
+}
+
+#[test]
+fn discriminated_union_checks_the_const() {
+    let fine = "pub_pydantic_discriminated_union(shape={'kind': 'circle', 'radius': 2})\n\
+                pub_pydantic_discriminated_union(shape={'kind': 'square', 'side': 1})\n\
+                pub_zod_to_json_schema(path='a', edits=[], target={'type': 'text', 'text': 'x'})";
+    assert_eq!(found_in_published(fine), Vec::<String>::new());
+    assert_eq!(
+        found_in_published(
+            "pub_pydantic_discriminated_union(shape={'kind': 'triangle', 'side': 1})\n\
+             pub_pydantic_discriminated_union(shape={'kind': 'circle', 'radius': 'big'})\n\
+             pub_zod_to_json_schema(path='a', edits=[], target={'type': 'url', 'uri': 'x'})"
+        ),
+        [
+            "line 1: pub_pydantic_discriminated_union() argument 'shape' at ['kind'] must be 'circle' or 'square', not 'triangle'",
+            "line 2: pub_pydantic_discriminated_union() argument 'shape' at ['radius'] must be float, not str",
+            "line 3: pub_zod_to_json_schema() argument 'target' at ['type'] must be 'text' or 'file', not 'url'",
+        ]
+    );
+}
+
+#[test]
+fn ref_cycle_does_not_hang() {
+    let cycles = Sdk::build(&[
+        tool(
+            "loop",
+            json!({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"anyOf": [{"$ref": "#/$defs/A"}, {"allOf": [{"$ref": "#/$defs/B"}]}]}},
+                   "properties": {"x": {"$ref": "#/$defs/A"}, "me": {"$ref": "#"}}}),
+        ),
+        tool(
+            "legacy",
+            json!({"definitions": {"Node": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/definitions/Node"}, {"type": "null"}]}, "v": {"type": "integer"}}}},
+                   "properties": {"head": {"$ref": "#/definitions/Node"}}}),
+        ),
+    ]);
+    let deep = format!(
+        "everything_legacy(head={}{{'v': 'x'}}{})",
+        "{'next': ".repeat(25),
+        "}".repeat(25)
+    );
+    let started = std::time::Instant::now();
+    let code = format!(
+        "everything_loop(x='a', me={{'x': 1, 'me': {{}}}})\n{deep}\neverything_legacy(head={{'next': {{'v': 'y'}}}})"
+    );
+    let found: Vec<String> = check(&code, &cycles, &[])
+        .findings
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let at = "['next']".repeat(25);
+    assert_eq!(
+        found,
+        [
+            format!(
+                "line 2: everything_legacy() argument 'head' at {at}['v'] must be int, not str"
+            ),
+            "line 3: everything_legacy() argument 'head' at ['next']['v'] must be int, not str"
+                .to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_required_none_is_refused_where_the_schema_rules_out_null() {
+    assert_eq!(
+        found("everything_get_sum(None, b=2)\neverything_list_items(depth=None)"),
+        ["line 1: everything_get_sum() argument 'a' must be float, not None"]
+    );
 }

@@ -235,3 +235,36 @@ fn return_hints() {
     let list = json!({"type": "array", "items": {"type": "string"}});
     assert_eq!(TypeCtx::new(&list).return_hint(&list), "list[str]");
 }
+
+/// Every parameter of the schemas generators publish (`tests/schemas/published.json`) gets
+/// the hint the fixture gives, in the signature and the stub.
+#[test]
+fn published_schemas_type_their_parameters() {
+    let fixture: Value =
+        serde_json::from_str(include_str!("../../../tests/schemas/published.json"))
+            .expect("valid JSON");
+    for entry in fixture["schemas"].as_array().expect("schemas") {
+        let name = entry["name"].as_str().expect("name");
+        let tool = crate::tooldef::ToolDef::with_schema("pub", name, entry["schema"].clone());
+        let sdk = crate::sdk::Sdk::build(&[tool]);
+        let f = sdk.functions().first().expect("a function");
+        assert!(!f.variadic_kwargs, "{name}");
+        let stub = sdk.stub();
+        for (param, expected) in entry["hints"].as_object().expect("hints") {
+            let p = f
+                .params
+                .iter()
+                .find(|p| &p.wire_name == param)
+                .unwrap_or_else(|| panic!("{name}.{param}"));
+            assert_eq!(
+                Some(p.type_hint.as_str()),
+                expected.as_str(),
+                "{name}.{param}"
+            );
+            assert!(
+                stub.contains(&format!("{}: {}", p.py_name, p.type_hint)),
+                "{name}.{param}"
+            );
+        }
+    }
+}
