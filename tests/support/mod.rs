@@ -168,6 +168,8 @@ impl Setup {
                 // Monty-only verdicts unless a test asks for a fallback.
                 .env("CODEMCP_FALLBACK", "none")
                 .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
+                // Remembered catalogs (and other state) per test, not in $HOME.
+                .env("XDG_STATE_HOME", config.with_file_name("state"))
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });

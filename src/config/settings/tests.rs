@@ -286,9 +286,11 @@ fn debug_hides_the_token() {
 }
 
 /// Every variable, as it has always been named.
-const VARIABLES: [&str; 38] = [
+const VARIABLES: [&str; 40] = [
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
+    "CODEMCP_STARTUP_CONCURRENCY",
+    "CODEMCP_LAZY_IDLE_MS",
     "CODEMCP_EXEC_TIMEOUT_MS",
     "CODEMCP_MAX_OUTPUT_BYTES",
     "CODEMCP_MAX_RESULT_BYTES",
