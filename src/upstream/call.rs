@@ -36,6 +36,8 @@ impl Catalog {
             let wait = self.inner.tool_timeout.min(STARTING_WAIT);
             match tokio::time::timeout(wait, self.inner.peer(&upstream)).await {
                 Ok(Ok(live)) => live,
+                // Down: its backoff holds; the status says why it failed.
+                Ok(Err(UpstreamError::Down { .. })) => return Err(upstream.still_starting(None)),
                 Ok(Err(e)) => return Err(upstream.still_starting(Some(e.to_string()))),
                 Err(_) => return Err(upstream.still_starting(None)),
             }

@@ -72,7 +72,9 @@ impl Catalog {
                     } else {
                         done.added.push(name.clone());
                     }
-                    let fresh = Arc::new(Upstream::new(server));
+                    let fresh = Upstream::new(server);
+                    super::remember(&fresh, &inner.remembered, inner.policy_default);
+                    let fresh = Arc::new(fresh);
                     joining.push(fresh.clone());
                     fresh
                 }
