@@ -206,6 +206,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         max_message: settings.upstream.max_tool_result_bytes,
         policy_default: settings.authority.policy_default,
         startup_wait: settings.upstream.startup_wait,
+        startup_concurrency: settings.upstream.startup_concurrency,
+        lazy_idle: settings.upstream.lazy_idle,
+        state_dir: Some(crate::exec::store::state_dir()),
     };
     // Serving answers `initialize` at once and lets upstreams join as they
     // come; one-shots need them all, so they wait (each up to its timeout).

@@ -35,6 +35,7 @@ use self::entry::Entry;
 use self::fields::{bool_field, kind_of, str_field, str_list_field, str_map_field};
 use self::oauth::oauth_field;
 pub use self::oauth::{Grant, OAuthConfig};
+pub use self::start::Start;
 use super::interpolate::{expand_home, interpolate};
 use super::{ConfigError, jsonc};
 use crate::policy::Rules;
@@ -113,6 +114,8 @@ pub struct ServerConfig {
     /// The entry's `"oauth"`: how to log in to a remote server that asks for
     /// it (default for stdio servers, which never do).
     pub oauth: OAuthConfig,
+    /// The entry's `"start"`: with the gateway, or on first use.
+    pub start: Start,
 }
 
 /// A server entry that is in the file but will not be connected to.
@@ -287,13 +290,17 @@ pub fn parse(
         ..UpstreamConfig::default()
     };
     for entry in raw.entries {
-        let built = build(&entry, env).map(|(transport, handshake_timeout, oauth)| ServerConfig {
-            name: entry.name.clone(),
-            transport,
-            handshake_timeout,
-            policy: entry.policy.clone(),
-            oauth,
-        });
+        let built =
+            build(&entry, env).map(
+                |(transport, handshake_timeout, oauth, start)| ServerConfig {
+                    name: entry.name.clone(),
+                    transport,
+                    handshake_timeout,
+                    policy: entry.policy.clone(),
+                    oauth,
+                    start,
+                },
+            );
         let skip = |reason: String| SkippedServer {
             name: entry.name.clone(),
             reason,
@@ -472,7 +479,10 @@ enum Kind {
     Remote,
 }
 
-fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration, OAuthConfig), String> {
+fn build(
+    entry: &RawEntry,
+    env: Env<'_>,
+) -> Result<(Transport, Duration, OAuthConfig, Start), String> {
     if entry.name.trim().is_empty() {
         return Err("the server name is empty".to_owned());
     }
@@ -497,7 +507,8 @@ fn build(entry: &RawEntry, env: Env<'_>) -> Result<(Transport, Duration, OAuthCo
         })?,
         Transport::Stdio { .. } => OAuthConfig::default(),
     };
-    Ok((transport, timeout, oauth))
+    let start = start::start_field(fields)?;
+    Ok((transport, timeout, oauth, start))
 }
 
 /// Whether the entry turns its server off: `"disabled": true`, or
@@ -667,5 +678,6 @@ fn timeout(fields: &Map<String, Value>) -> Result<Option<Duration>, String> {
 mod entry;
 pub(crate) mod fields;
 mod oauth;
+mod start;
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@ pub mod write;
 use std::path::PathBuf;
 
 pub use file::{
-    ConfigPath, ConfigSource, Grant, OAuthConfig, ServerConfig, SkippedServer, Transport,
+    ConfigPath, ConfigSource, Grant, OAuthConfig, ServerConfig, SkippedServer, Start, Transport,
     UpstreamConfig, load, parse, resolve_path,
 };
 pub use settings::{

@@ -129,6 +129,18 @@ pub struct UpstreamSettings {
     #[arg(value_name = "MS", default_value = "5000")]
     #[arg(global = true, value_parser = Lenient::new(millis_or_zero))]
     pub startup_wait: Duration,
+    /// How many upstream handshakes run at once at start-up (and in the
+    /// background retries of those that failed), so dozens of servers on a
+    /// few cores do not starve each other's handshakes.
+    #[arg(long = "startup-concurrency", env = "CODEMCP_STARTUP_CONCURRENCY")]
+    #[arg(value_name = "N", default_value = "4")]
+    #[arg(global = true, value_parser = Lenient::new(count::<usize>))]
+    pub startup_concurrency: usize,
+    /// How long a `"start": "lazy"` server stays up after its last call.
+    #[arg(long = "lazy-idle-ms", env = "CODEMCP_LAZY_IDLE_MS")]
+    #[arg(value_name = "MS", default_value = "300000")]
+    #[arg(global = true, value_parser = Lenient::new(millis))]
+    pub lazy_idle: Duration,
 }
 
 /// The limits of one `execute_python` run, whichever engine runs it.

@@ -60,17 +60,23 @@ pub struct Sdk {
     /// What each server says it is for (its `instructions` or `serverInfo.description`),
     /// by server name; servers that say nothing are described by their tools.
     about: BTreeMap<String, String>,
-    /// Servers whose first connection is still being made. Only errors read
-    /// it: the description, stub and search stay a function of the tools.
+    /// Servers not serving yet: still connecting, or failing and retried.
+    /// Errors read it; the description adds one line naming them and
+    /// `search_tools` ends with one hit per server.
     connecting: Vec<Connecting>,
 }
 
-/// A configured server that has not finished its first handshake yet, so
-/// its tools are not in the SDK but will be.
+/// A configured server that has not joined yet (its first handshake is
+/// under way, or failed and is retried), so its tools are not confirmed:
+/// absent from the SDK, or there from the remembered catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connecting {
     pub server: String,
     pub since: std::time::Instant,
+    /// Why its last attempt failed; `None` while the first is under way.
+    pub reason: Option<String>,
+    /// How many of its tools the SDK has from the remembered catalog.
+    pub remembered: usize,
 }
 
 impl Connecting {
@@ -88,11 +94,42 @@ impl Connecting {
 
     /// What a snippet that reached for one of its tools is told.
     pub fn message(&self) -> String {
-        format!(
-            "server '{}' is still connecting (started {} ms ago); try again shortly",
-            self.server,
-            self.since.elapsed().as_millis()
-        )
+        let ms = self.since.elapsed().as_millis();
+        match &self.reason {
+            None => format!(
+                "server '{}' is still starting: connecting (started {ms} ms ago); try again shortly",
+                self.server
+            ),
+            Some(reason) => format!(
+                "server '{}' is still starting: its last attempt failed ({reason}); it is retried in the background, try again shortly",
+                self.server
+            ),
+        }
+    }
+
+    /// Its state in a few words, for the description and `search_tools`.
+    pub fn state(&self) -> String {
+        let mut state = match &self.reason {
+            None => "connecting".to_owned(),
+            Some(reason) => format!("failing, retried: {}", short(reason)),
+        };
+        if self.remembered > 0 {
+            state.push_str(&format!(
+                "; {} remembered functions not yet confirmed",
+                self.remembered
+            ));
+        }
+        state
+    }
+}
+
+/// A reason cut to one short line.
+fn short(reason: &str) -> String {
+    const MAX: usize = 120;
+    let line = reason.lines().next().unwrap_or_default();
+    match line.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
     }
 }
 
@@ -150,6 +187,27 @@ impl Sdk {
         self
     }
 
+    /// The servers that have not joined yet, by name: for the description.
+    pub fn starting(&self) -> &[Connecting] {
+        &self.connecting
+    }
+
+    /// The one line the description adds while servers are starting.
+    fn starting_line(&self) -> Option<String> {
+        if self.connecting.is_empty() {
+            return None;
+        }
+        let servers: Vec<String> = self
+            .connecting
+            .iter()
+            .map(|c| format!("{} ({})", c.server, c.state()))
+            .collect();
+        Some(format!(
+            "\nStill starting (their functions join when they do; calls say why they fail until then): {}.",
+            servers.join(", ")
+        ))
+    }
+
     /// The still-connecting server whose tool `name` would be, when no
     /// connected tool has that name.
     pub fn connecting_for(&self, name: &str) -> Option<&Connecting> {
@@ -183,7 +241,9 @@ impl Sdk {
     pub fn description(&self, budget_chars: usize) -> String {
         let render = || {
             let servers = description::Servers::new(&self.functions, &self.about);
-            description::description(&self.functions, &servers, budget_chars)
+            let mut text = description::description(&self.functions, &servers, budget_chars);
+            text.extend(self.starting_line());
+            text
         };
         let (budget, text) = self.description.get_or_init(|| (budget_chars, render()));
         if *budget == budget_chars {
@@ -217,8 +277,10 @@ impl Sdk {
 
     /// Up to `limit` tools ranked by relevance to `query`; the first `limit` by name when the
     /// query is empty.
+    /// Servers not joined yet follow, one hit each, named `<server>_*`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
-        self.index
+        let mut hits: Vec<SearchHit> = self
+            .index
             .search(query, limit)
             .into_iter()
             .filter_map(|i| self.functions.get(i))
@@ -227,7 +289,13 @@ impl Sdk {
                 signature: f.signature(),
                 summary: f.summary.clone(),
             })
-            .collect()
+            .collect();
+        hits.extend(self.connecting.iter().map(|c| SearchHit {
+            name: format!("{}_*", naming::normalize(&c.server)),
+            signature: String::new(),
+            summary: format!("server '{}' is still starting: {}", c.server, c.state()),
+        }));
+        hits
     }
 
     /// Looks a tool up by `py_name`, by `server.tool`, or by its raw tool name when unique.

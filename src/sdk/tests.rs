@@ -503,15 +503,26 @@ mod fastmcp_wrappers {
 }
 
 #[test]
-fn servers_still_connecting_explain_their_names_but_change_no_text() {
+fn servers_still_connecting_explain_their_names_and_add_one_description_line() {
     let tools = [tool("files", "read", json!({"type": "object"}))];
     let plain = Sdk::build(&tools);
     let connecting = Sdk::build(&tools).with_connecting(vec![Connecting {
         server: "GitHub".into(),
         since: std::time::Instant::now(),
+        reason: None,
+        remembered: 0,
     }]);
-    assert_eq!(plain.description(4000), connecting.description(4000));
+    let described = connecting.description(4000);
+    let added = described
+        .strip_prefix(plain.description(4000).as_str())
+        .unwrap_or_default();
+    assert_eq!(
+        added,
+        "\nStill starting (their functions join when they do; calls say why they fail until then): GitHub (connecting)."
+    );
     assert_eq!(plain.stub(), connecting.stub());
+    let hits = connecting.search("", 10);
+    assert_eq!(hits.last().map(|h| h.name.as_str()), Some("git_hub_*"));
     let owner = |name: &str| connecting.connecting_for(name).map(|c| c.server.as_str());
     assert_eq!(owner("git_hub_search_issues"), Some("GitHub"));
     assert_eq!(owner("GitHub.searchIssues"), Some("GitHub"));
@@ -527,7 +538,7 @@ fn servers_still_connecting_explain_their_names_but_change_no_text() {
         .map(Connecting::message)
         .unwrap_or_default();
     assert!(
-        message.starts_with("server 'GitHub' is still connecting (started ")
+        message.starts_with("server 'GitHub' is still starting: connecting (started ")
             && message.ends_with(" ms ago); try again shortly"),
         "{message}"
     );

@@ -162,6 +162,8 @@ mod tests {
             tools: 0,
             handshake_ms: None,
             error: (!connected && !connecting).then(|| "spawn failed".into()),
+            retrying: false,
+            remembered: false,
         }
     }
 
@@ -172,6 +174,9 @@ mod tests {
             max_message: 1 << 20,
             policy_default: crate::policy::Decision::Allow,
             startup_wait: std::time::Duration::from_secs(1),
+            startup_concurrency: 4,
+            lazy_idle: std::time::Duration::from_secs(60),
+            state_dir: None,
         };
         let catalog = Catalog::start(&crate::config::UpstreamConfig::default(), limits);
         let health = Health {

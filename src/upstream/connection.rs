@@ -233,6 +233,24 @@ fn http_config(
 
 /// Lists every tool, following pagination.
 pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, UpstreamError> {
+    Ok(list_raw(client, server)
+        .await?
+        .into_iter()
+        .map(|t| ToolDef::from_mcp(server, t))
+        .collect())
+}
+
+/// The server's `serverInfo.version` from its handshake.
+pub fn server_version(client: &Client) -> String {
+    client
+        .peer()
+        .peer_info()
+        .and_then(|info| info.server_info.as_ref().map(|i| i.version.clone()))
+        .unwrap_or_default()
+}
+
+/// Every tool as the server lists it, following pagination.
+pub async fn list_raw(client: &Client, server: &str) -> Result<Vec<Tool>, UpstreamError> {
     let mut tools: Vec<Tool> = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_TOOL_PAGES {
@@ -256,7 +274,6 @@ pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, U
     Ok(tools
         .into_iter()
         .filter(|t| shown_name(server, &t.name))
-        .map(|t| ToolDef::from_mcp(server, t))
         .collect())
 }
 

@@ -8,11 +8,14 @@
 //! the SDK and tells our own clients. `reconfigure` changes the set of
 //! servers while the gateway runs (reloads, `codemcp enable`/`disable`).
 
+mod call;
 mod child;
 mod connection;
+mod lazy;
 pub mod oauth;
 mod progress;
 mod reconfigure;
+mod remembered;
 pub mod resources;
 mod result;
 mod startup;
@@ -22,14 +25,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use serde_json::{Map, Value};
 use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
 
+use self::call::service_error_text;
 use self::connection::{Backoff, Client};
-use crate::config::{ServerConfig, SkippedServer, UpstreamConfig};
-use crate::exec::{ToolFailure, ToolHost};
+use crate::config::{ServerConfig, SkippedServer, Start, UpstreamConfig};
 use crate::policy::{self, Decision, Overrides};
 use crate::sdk::{Connecting, Sdk};
 use crate::tooldef::ToolDef;
@@ -80,6 +80,9 @@ pub enum UpstreamError {
         reason: String,
         retry_in: f64,
     },
+    /// Its first join has not happened yet (connecting, or failing and retried).
+    #[error("server '{server}' is still starting: {reason}")]
+    Starting { server: String, reason: String },
     #[error("no upstream named '{0}'")]
     UnknownServer(String),
     /// An OAuth login is missing, expired, or failed (the message says which
@@ -90,7 +93,7 @@ pub enum UpstreamError {
 }
 
 /// Limits on every upstream call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct UpstreamLimits {
     /// `CODEMCP_TOOL_TIMEOUT_MS`.
     pub tool_timeout: Duration,
@@ -100,6 +103,12 @@ pub struct UpstreamLimits {
     pub policy_default: Decision,
     /// `CODEMCP_STARTUP_WAIT_MS`: how long [`Catalog::ready`] waits after launch.
     pub startup_wait: Duration,
+    /// `CODEMCP_STARTUP_CONCURRENCY`: handshakes at once at start-up.
+    pub startup_concurrency: usize,
+    /// `CODEMCP_LAZY_IDLE_MS`: how long a `"start": "lazy"` server stays up unused.
+    pub lazy_idle: Duration,
+    /// Where each server's last tool list is remembered; `None`: nowhere.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// One connection as a call uses it.
@@ -119,6 +128,10 @@ pub struct ServerStatus {
     pub tools: usize,
     pub handshake_ms: Option<u64>,
     pub error: Option<String>,
+    /// Its first join failed; it is retried in the background.
+    pub retrying: bool,
+    /// Its tools come from the remembered catalog, not confirmed by it yet.
+    pub remembered: bool,
 }
 
 /// The merged view of every upstream. Cheap to clone.
@@ -144,6 +157,8 @@ struct Inner {
     policy_default: Decision,
     changes_tx: mpsc::UnboundedSender<String>,
     startup: startup::Startup,
+    remembered: remembered::Remembered,
+    lazy_idle: Duration,
 }
 
 struct Upstream {
@@ -155,6 +170,10 @@ struct Upstream {
     status: RwLock<ServerStatus>,
     /// When it joined the catalog (at launch, or by a reload).
     since: Instant,
+    /// When a call last used it (or it connected): for `"start": "lazy"`.
+    last_used: parking_lot::Mutex<Instant>,
+    /// Calls under way on it.
+    calls: std::sync::atomic::AtomicUsize,
 }
 
 impl Upstream {
@@ -167,6 +186,8 @@ impl Upstream {
             tools: 0,
             handshake_ms: None,
             error: None,
+            retrying: false,
+            remembered: false,
         };
         Self {
             config: config.clone(),
@@ -180,7 +201,42 @@ impl Upstream {
             about: RwLock::new(None),
             status: RwLock::new(status),
             since: Instant::now(),
+            last_used: parking_lot::Mutex::new(Instant::now()),
+            calls: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock() = Instant::now();
+    }
+
+    /// Whether its first join is still to come (connecting or retried).
+    fn starting(&self) -> bool {
+        let status = read(&self.status);
+        !status.connected && (status.connecting || status.retrying)
+    }
+
+    /// What a call to it is told while it is starting.
+    fn still_starting(&self, failed: Option<String>) -> UpstreamError {
+        let last = failed.or_else(|| read(&self.status).error.clone());
+        let reason = match last {
+            Some(e) => format!(
+                "its last attempt failed ({e}); it is retried in the background, try again shortly"
+            ),
+            None => format!(
+                "connecting for {} s; try again shortly",
+                self.since.elapsed().as_secs()
+            ),
+        };
+        UpstreamError::Starting {
+            server: self.config.name.clone(),
+            reason,
+        }
+    }
+
+    /// Counts a call under way until the guard is dropped.
+    fn in_use(&self) -> lazy::InUse<'_> {
+        lazy::InUse::new(&self.calls)
     }
 }
 
@@ -220,11 +276,21 @@ impl Catalog {
             tracing::warn!(target: "codemcp::upstream", server = %skipped.name, reason = %skipped.reason, "upstream skipped");
         }
         let (changes_tx, changes_rx) = mpsc::unbounded_channel();
-        let upstreams = config
+        let remembered = remembered::Remembered::new(limits.state_dir.as_deref());
+        let upstreams: BTreeMap<String, Arc<Upstream>> = config
             .servers
             .iter()
-            .map(|server| (server.name.clone(), Arc::new(Upstream::new(server))))
+            .map(|server| {
+                let upstream = Upstream::new(server);
+                remember(&upstream, &remembered, limits.policy_default);
+                (server.name.clone(), Arc::new(upstream))
+            })
             .collect();
+        let unknown = upstreams
+            .values()
+            .filter(|u| !read(&u.status).remembered)
+            .count();
+        let startup = startup::Startup::new(config.servers.len(), unknown, &limits);
         let catalog = Self {
             inner: Arc::new(Inner {
                 upstreams: RwLock::new(upstreams),
@@ -237,15 +303,18 @@ impl Catalog {
                 max_message: limits.max_message,
                 policy_default: limits.policy_default,
                 changes_tx,
-                startup: startup::Startup::new(config.servers.len(), limits.startup_wait),
+                startup,
+                remembered,
+                lazy_idle: limits.lazy_idle,
             }),
         };
-        // The SDK already knows which servers are still connecting.
+        // The SDK already has the remembered tools and knows which servers
+        // are still connecting.
         catalog.inner.rebuild_sdk(false);
         for upstream in catalog.inner.all() {
-            tokio::spawn(first_connect(catalog.inner.clone(), upstream));
+            startup::launch(&catalog.inner, upstream);
         }
-        tokio::spawn(report_startup(Arc::downgrade(&catalog.inner)));
+        tokio::spawn(startup::report_startup(Arc::downgrade(&catalog.inner)));
         tokio::spawn(refresh_on_change(
             Arc::downgrade(&catalog.inner),
             changes_rx,
@@ -253,8 +322,9 @@ impl Catalog {
         catalog
     }
 
-    /// Waits until every server's first connection attempt finished, or
-    /// until `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
+    /// Waits until every server's first connection attempt finished (servers
+    /// with a remembered catalog are never waited for), or until
+    /// `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
     /// Requests that need the tools await this; `initialize` does not.
     pub async fn ready(&self) {
         self.inner.startup.ready().await;
@@ -326,149 +396,6 @@ impl Catalog {
             })
             .collect()
     }
-
-    /// Calls one upstream tool with the per-call timeout. A stdio server whose
-    /// connection breaks mid-call fails the call at once.
-    pub async fn call(
-        &self,
-        server: &str,
-        tool: &str,
-        args: Map<String, Value>,
-    ) -> Result<CallToolResult, UpstreamError> {
-        let upstream = self
-            .inner
-            .upstream(server)
-            .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
-        let looking = crate::timing::start();
-        let live = self.inner.peer(&upstream).await?;
-        crate::timing::since("upstream peer", looking);
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        let params = crate::telemetry::with_trace_meta(params);
-        let calling = crate::timing::start();
-        let timeout = self.inner.tool_timeout;
-        let lost = async {
-            match &live.liveness {
-                Some(liveness) => liveness.lost().await,
-                None => std::future::pending().await,
-            }
-        };
-        let failure = tokio::select! {
-            biased;
-            outcome = tokio::time::timeout(timeout, live.peer.call_tool(params)) => match outcome {
-                Ok(Ok(result)) => {
-                    log_round_trip(calling);
-                    return Ok(result);
-                }
-                Err(_) => {
-                    let stuck = live.liveness.as_ref().filter(|l| l.unfinished_bytes() > 0);
-                    let Some(liveness) = stuck else {
-                        return Err(UpstreamError::Timeout {
-                            server: server.to_owned(),
-                            tool: tool.to_owned(),
-                            seconds: timeout.as_secs_f64(),
-                        });
-                    };
-                    // Later answers would queue behind the unfinished message.
-                    liveness.lose(format!(
-                        "no answer within {} s (CODEMCP_TOOL_TIMEOUT_MS), and the server's output \
-                         stopped in the middle of a message ({} bytes without a line end)",
-                        timeout.as_secs_f64(),
-                        liveness.unfinished_bytes()
-                    ));
-                    rmcp::ServiceError::TransportClosed
-                }
-                Ok(Err(e)) => e,
-            },
-            reason = lost => {
-                tracing::debug!(target: "codemcp::upstream", %server, %reason, "connection lost mid-call");
-                rmcp::ServiceError::TransportClosed
-            }
-        };
-        let closed =
-            live.peer.is_transport_closed() || live.liveness.as_ref().is_some_and(|l| l.is_lost());
-        if !closed {
-            return Err(UpstreamError::Call {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                message: service_error_text(&failure),
-            });
-        }
-        let reason = match &live.liveness {
-            Some(liveness) if liveness.is_lost() => liveness.reason(),
-            _ => service_error_text(&failure),
-        };
-        tracing::warn!(target: "codemcp::upstream", %server, %tool, %reason, "upstream connection lost");
-        self.inner
-            .mark_down(&upstream, live.generation, &reason)
-            .await;
-        Err(UpstreamError::Lost {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-            reason,
-        })
-    }
-}
-
-/// An upstream call's round trip, split where the bytes left and came back
-/// (stdio upstreams mark both; see `crate::timing`).
-fn log_round_trip(started: Option<Instant>) {
-    let Some(started) = started else {
-        return;
-    };
-    let now = Instant::now();
-    crate::timing::stage("upstream call", now - started);
-    let (sent, read) = (
-        crate::timing::UPSTREAM_SENT.take(),
-        crate::timing::UPSTREAM_READ.take(),
-    );
-    if let (Some(sent), Some(read)) = (sent, read)
-        && started <= sent
-        && sent <= read
-        && read <= now
-    {
-        crate::timing::stage("upstream sent", sent - started);
-        crate::timing::stage("upstream answered", read - sent);
-        crate::timing::stage("upstream received", now - read);
-    }
-}
-
-/// What a failed call tells the agent, in words rather than rmcp's variant names.
-fn service_error_text(error: &rmcp::ServiceError) -> String {
-    match error {
-        rmcp::ServiceError::McpError(data) => format!("error {}: {}", data.code.0, data.message),
-        rmcp::ServiceError::UnexpectedResponse => {
-            "the server answered with something that is not a tool result".into()
-        }
-        rmcp::ServiceError::TransportClosed => "the answer did not arrive: the connection failed \
-             (answers over 16 MiB are refused; the gateway log says why)"
-            .into(),
-        other => other.to_string(),
-    }
-}
-
-impl ToolHost for Catalog {
-    fn sdk(&self) -> Arc<Sdk> {
-        Catalog::sdk(self)
-    }
-
-    fn call_tool(
-        &self,
-        _engine: &'static str,
-        server: &str,
-        tool: &str,
-        args: Map<String, Value>,
-    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
-        let catalog = self.clone();
-        let (server, tool) = (server.to_owned(), tool.to_owned());
-        Box::pin(async move {
-            match catalog.call(&server, &tool, args).await {
-                Ok(result) => tool_value(result),
-                Err(e) => Err(ToolFailure {
-                    message: e.to_string(),
-                }),
-            }
-        })
-    }
 }
 
 impl Inner {
@@ -503,7 +430,10 @@ impl Inner {
             }
         }
         tracing::info!(target: "codemcp::upstream", server = %name, "reconnecting upstream");
-        if self.reconnect(upstream).await {
+        let was_starting = upstream.starting();
+        if let Some(changed) = self.reconnect(upstream).await
+            && (changed || was_starting)
+        {
             self.rebuild_sdk(true);
         }
         let conn = upstream.conn.lock().await;
@@ -514,50 +444,58 @@ impl Inner {
         })
     }
 
-    /// (Re)connects and lists tools. Returns whether the tool list changed.
-    async fn reconnect(&self, upstream: &Upstream) -> bool {
+    /// (Re)connects and lists tools. `None` when it failed; else whether
+    /// the tool list changed.
+    async fn reconnect(&self, upstream: &Upstream) -> Option<bool> {
         let name = upstream.config.name.clone();
         let mut conn = upstream.conn.lock().await;
+        if conn.live().is_some() {
+            // Another caller connected it while this one waited for the lock.
+            return Some(false);
+        }
         if let Some(old) = conn.client.take() {
             drop(old);
         }
         conn.generation += 1;
         let started = Instant::now();
-        let connected =
-            match connection::connect(&upstream.config, self.changes_tx.clone(), self.max_message)
-                .await
-            {
-                Ok(client) => match connection::list_tools(&client, &name).await {
-                    Ok(tools) => Ok((client, tools)),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            };
+        let connected = connect_and_list(upstream, self).await;
         let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let old = read(&upstream.status).clone();
         let mut status = ServerStatus {
             name: name.clone(),
             connected: false,
             connecting: false,
-            tools: 0,
+            tools: old.tools,
             handshake_ms: Some(handshake_ms),
             error: None,
+            retrying: old.retrying,
+            remembered: old.remembered,
         };
         let changed = match connected {
-            Ok((client, tools)) => {
-                tracing::info!(target: "codemcp::upstream", server = %name, tools = tools.len(), handshake_ms, "upstream connected");
+            Ok((client, raw)) => {
+                tracing::info!(target: "codemcp::upstream", server = %name, tools = raw.len(), handshake_ms, "upstream connected");
                 *write(&upstream.about) = server_about(client.peer());
+                let version = connection::server_version(&client);
+                self.remembered.save(&upstream.config, &version, &raw);
+                let tools: Vec<ToolDef> = raw
+                    .into_iter()
+                    .map(|t| ToolDef::from_mcp(&name, t))
+                    .collect();
                 conn.client = Some(client);
                 conn.backoff.attempted(true);
+                upstream.touch();
                 status.connected = true;
+                status.retrying = false;
+                status.remembered = false;
                 status.tools = tools.len();
-                replace_tools(upstream, tools, self.policy_default)
+                Some(replace_tools(upstream, tools, self.policy_default))
             }
             Err(e) => {
-                tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable; skipped");
+                tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable");
                 conn.backoff.attempted(false);
                 conn.last_error = e.to_string();
                 status.error = Some(e.to_string());
-                false
+                None
             }
         };
         *write(&upstream.status) = status;
@@ -577,16 +515,28 @@ impl Inner {
         status.error = Some(reason.to_owned());
     }
 
-    /// The servers whose first connection attempt has not finished.
+    /// The servers whose first join is still to come.
     fn connecting(&self) -> Vec<Connecting> {
         self.all()
             .iter()
-            .filter(|u| read(&u.status).connecting)
-            .map(|u| Connecting {
-                server: u.config.name.clone(),
-                since: u.since,
+            .filter(|u| u.starting())
+            .map(|u| {
+                let status = read(&u.status);
+                Connecting {
+                    server: u.config.name.clone(),
+                    since: u.since,
+                    reason: status.error.clone().filter(|_| status.retrying),
+                    remembered: if status.remembered { status.tools } else { 0 },
+                }
             })
             .collect()
+    }
+
+    /// Whether `upstream` is still the catalog's server of its name (a
+    /// reload may have replaced or removed it).
+    fn is_current(&self, upstream: &Arc<Upstream>) -> bool {
+        self.upstream(&upstream.config.name)
+            .is_some_and(|u| Arc::ptr_eq(&u, upstream))
     }
 
     /// Rebuilds the SDK from every server's tools; with `notify`, tells
@@ -667,32 +617,46 @@ fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision
     changed
 }
 
-/// One server's first connection, in the background. Its tools join the SDK
-/// when it is up; clients are told when they may have listed the tools
-/// without them. A failure only drops it from the servers still connecting,
-/// which no description shows, so nobody is told.
-async fn first_connect(inner: Arc<Inner>, upstream: Arc<Upstream>) {
-    let changed = inner.reconnect(&upstream).await;
-    inner.rebuild_sdk(false);
-    // Checked after the rebuild: if the wait had not elapsed by then, every
-    // list answered (all after the wait) already has these tools.
-    if changed && inner.startup.wait_elapsed() {
-        inner.announce();
+/// Connects and lists its tools, the listing bounded by the server's
+/// timeout too (a server may finish its handshake and never list).
+async fn connect_and_list(
+    upstream: &Upstream,
+    inner: &Inner,
+) -> Result<(Client, Vec<rmcp::model::Tool>), UpstreamError> {
+    let config = &upstream.config;
+    let client = connection::connect(config, inner.changes_tx.clone(), inner.max_message).await?;
+    let timeout = config.handshake_timeout;
+    match tokio::time::timeout(timeout, connection::list_raw(&client, &config.name)).await {
+        Ok(Ok(tools)) => Ok((client, tools)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => {
+            let message = format!("no tools/list answer within {} s", timeout.as_secs_f64());
+            tracing::warn!(target: "codemcp::upstream", server = %config.name, reason = %message, "upstream never listed its tools");
+            Err(UpstreamError::List {
+                server: config.name.clone(),
+                message,
+            })
+        }
     }
-    inner.startup.one_done();
 }
 
-/// Logs, once, which servers missed the startup wait; they join when up.
-async fn report_startup(inner: Weak<Inner>) {
-    let Some(inner) = inner.upgrade() else {
+/// Gives a new server its remembered tools, if any, unconfirmed.
+fn remember(upstream: &Upstream, remembered: &remembered::Remembered, default: Decision) {
+    let Some(raw) = remembered.load(&upstream.config) else {
         return;
     };
-    inner.startup.ready().await;
-    if inner.startup.pending() > 0 {
-        let late: Vec<String> = inner.connecting().into_iter().map(|c| c.server).collect();
-        let wait_ms = inner.startup.wait_ms();
-        tracing::info!(target: "codemcp::upstream", servers = ?late, wait_ms, "startup wait elapsed; serving without the servers still connecting, which join when up");
-    }
+    let name = &upstream.config.name;
+    let tools: Vec<ToolDef> = raw
+        .into_iter()
+        .map(|t| ToolDef::from_mcp(name, t))
+        .collect();
+    let mut status = write(&upstream.status);
+    status.remembered = true;
+    status.tools = tools.len();
+    // A lazy server waits for its first call.
+    status.connecting = upstream.config.start != Start::Lazy;
+    drop(status);
+    replace_tools(upstream, tools, default);
 }
 
 /// Re-lists a server's tools whenever it says they changed.

@@ -72,7 +72,9 @@ impl Catalog {
                     } else {
                         done.added.push(name.clone());
                     }
-                    let fresh = Arc::new(Upstream::new(server));
+                    let fresh = Upstream::new(server);
+                    super::remember(&fresh, &inner.remembered, inner.policy_default);
+                    let fresh = Arc::new(fresh);
                     joining.push(fresh.clone());
                     fresh
                 }
@@ -128,17 +130,26 @@ async fn repoliced(old: &Upstream, config: &ServerConfig, inner: &Inner) -> Upst
         about: parking_lot::RwLock::new(read(&old.about).clone()),
         status: parking_lot::RwLock::new(read(&old.status).clone()),
         since: old.since,
+        last_used: parking_lot::Mutex::new(*old.last_used.lock()),
+        calls: std::sync::atomic::AtomicUsize::new(0),
     };
     let tools = read(&old.tools).clone();
     replace_tools(&moved, tools, inner.policy_default);
     moved
 }
 
-/// A server new to the catalog (or whose entry changed) connects; its tools
-/// join the SDK and clients are told.
+/// A server new to the catalog (or whose entry changed) connects (retried
+/// in the background like at launch); the wait ends after its first attempt.
 async fn join(inner: Arc<Inner>, upstream: Arc<Upstream>) {
-    inner.reconnect(&upstream).await;
-    inner.rebuild_sdk(true);
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(super::startup::join(
+        Arc::downgrade(&inner),
+        upstream,
+        move |_: &Inner| {
+            let _ = done_tx.send(());
+        },
+    ));
+    let _ = done_rx.await;
 }
 
 /// Closes a server's connection (its process is stopped) once no reconnect

@@ -173,6 +173,8 @@ impl Setup {
                 .env("CODEMCP_FALLBACK", "none")
                 .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
                 .env("CODEMCP_DESCRIPTION_BUDGET", DESCRIPTION_BUDGET)
+                // Remembered catalogs (and other state) per test, not in $HOME.
+                .env("XDG_STATE_HOME", config.with_file_name("state"))
                 .envs(env)
                 .env("CODEMCP_LOG", "warn");
         });
