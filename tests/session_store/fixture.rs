@@ -17,6 +17,8 @@ pub fn limits(idle_ms: u64, lease_ms: u64) -> StoreLimits {
         idle: Duration::from_millis(idle_ms),
         max_snapshot_bytes: 64 << 10,
         lease_ttl: Duration::from_millis(lease_ms),
+        // Above the frozen-Redis tests' bounds, which check Redis's own.
+        call_timeout: Duration::from_secs(2),
     }
 }
 
