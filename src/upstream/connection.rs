@@ -231,6 +231,27 @@ fn http_config(
     Ok(config.max_sse_event_size(max_message))
 }
 
+/// [`list_tools`] within `timeout`: an upstream that answered the handshake
+/// but never answers `tools/list` is logged with the reason, not waited for
+/// forever.
+pub async fn list_tools_within(
+    client: &Client,
+    server: &str,
+    timeout: Duration,
+) -> Result<Vec<ToolDef>, UpstreamError> {
+    match tokio::time::timeout(timeout, list_tools(client, server)).await {
+        Ok(listed) => listed,
+        Err(_) => {
+            let message = format!("no answer to tools/list within {} s", timeout.as_secs_f64());
+            tracing::warn!(target: "codemcp::upstream", %server, reason = %message, "upstream never listed its tools");
+            Err(UpstreamError::List {
+                server: server.to_owned(),
+                message,
+            })
+        }
+    }
+}
+
 /// Lists every tool, following pagination.
 pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, UpstreamError> {
     let mut tools: Vec<Tool> = Vec::new();

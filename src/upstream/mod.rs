@@ -524,7 +524,13 @@ impl Inner {
             match connection::connect(&upstream.config, self.changes_tx.clone(), self.max_message)
                 .await
             {
-                Ok(client) => match connection::list_tools(&client, &name).await {
+                Ok(client) => match connection::list_tools_within(
+                    &client,
+                    &name,
+                    upstream.config.handshake_timeout,
+                )
+                .await
+                {
                     Ok(tools) => Ok((client, tools)),
                     Err(e) => Err(e),
                 },

@@ -141,6 +141,27 @@ impl Fixture {
             .expect("HSET");
     }
 
+    /// Puts `record` back as the stored bytes of `handle`, leaving the
+    /// store's version of the session as it is (a replayed record).
+    pub fn raw_replace_record(&self, handle: &Handle, record: &[u8]) {
+        if self.file().is_some() {
+            let sql = "UPDATE records SET record = ?2 WHERE handle = ?1";
+            let changed = self
+                .sql()
+                .execute(sql, rusqlite::params![handle.as_str(), record])
+                .expect("record");
+            assert_eq!(changed, 1);
+            return;
+        }
+        let key = format!("codemcp:s:{{{handle}}}");
+        let _: i64 = redis::cmd("HSET")
+            .arg(&key)
+            .arg("rec")
+            .arg(record)
+            .query(&mut self.raw_redis())
+            .expect("HSET");
+    }
+
     /// (sessions stored, bytes used): file and WAL sizes, or Redis's `used_memory`.
     pub fn footprint(&self) -> (u64, u64) {
         if let Some(path) = self.file() {

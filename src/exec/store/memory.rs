@@ -76,7 +76,7 @@ impl MemoryBackend {
         if record.bytes.len() > max_len {
             return Fetched::TooLong(record.bytes.len());
         }
-        Fetched::Record(record.bytes.clone())
+        Fetched::Record(record.bytes.clone(), record.version)
     }
 
     fn try_lock_now(&self, handle: &Handle, token: u128) -> Option<u64> {

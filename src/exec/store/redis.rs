@@ -31,7 +31,7 @@ local n = redis.call('HSTRLEN', KEYS[1], 'rec')
 if n == 0 then return false end
 if redis.call('HEXISTS', KEYS[1], 'fixed') == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if n > tonumber(ARGV[2]) then return n end
-return redis.call('HGET', KEYS[1], 'rec')
+return {redis.call('HGET', KEYS[1], 'rec'), redis.call('HGET', KEYS[1], 'ver') or '0'}
 ";
 
 /// Takes the lease; returns the record's version, or nil when the lease is held.
@@ -182,7 +182,19 @@ impl RedisBackend {
         match value {
             Value::Nil => Ok(Fetched::Absent),
             Value::Int(len) => Ok(Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX))),
-            Value::BulkString(record) => Ok(Fetched::Record(record)),
+            Value::Array(mut parts) if parts.len() == 2 => {
+                let version = match parts.pop() {
+                    Some(Value::BulkString(v)) => std::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                match parts.pop() {
+                    Some(Value::BulkString(record)) => Ok(Fetched::Record(record, version)),
+                    _ => Ok(Fetched::Absent),
+                }
+            }
             other => Err(StoreError::Unavailable(format!(
                 "Redis {}: unexpected load reply {other:?}",
                 self.shown_url

@@ -20,7 +20,9 @@ pub(crate) enum Fetched {
     Absent,
     /// Present but longer than the caller's bound: not fetched.
     TooLong(usize),
-    Record(Vec<u8>),
+    /// The record, and the version the store holds for the session (kept
+    /// beside the record, written with it).
+    Record(Vec<u8>, u64),
 }
 
 /// How long a written record lives.
@@ -175,11 +177,19 @@ impl<B: Backend> Sealed<B> {
             Fetched::TooLong(size) => {
                 return Err(self.refuse(handle, seal::Reason::TooLarge { size, max }));
             }
-            Fetched::Record(record) => record,
+            Fetched::Record(record, version) => (record, version),
         };
-        seal::unseal(&self.key, handle, &record, self.limits.max_snapshot_bytes)
-            .map(Some)
-            .map_err(|reason| self.refuse(handle, reason))
+        let (record, version) = record;
+        let stored = seal::unseal(&self.key, handle, &record, self.limits.max_snapshot_bytes)
+            .map_err(|reason| self.refuse(handle, reason))?;
+        if stored.version != version {
+            let reason = seal::Reason::Stale {
+                record: stored.version,
+                store: version,
+            };
+            return Err(self.refuse(handle, reason));
+        }
+        Ok(Some(stored))
     }
 
     fn refuse(&self, handle: &Handle, reason: seal::Reason) -> StoreError {

@@ -344,20 +344,26 @@ fn fetch_row(
     }
     // length() reads a blob's size from its header; the blob itself is only
     // returned when it fits.
-    let read = "SELECT length(record), CASE WHEN length(record) <= :max THEN record END
-                FROM records WHERE handle = :handle";
+    // The version comes from the same statement: what the record must say.
+    let read =
+        "SELECT length(r.record), CASE WHEN length(r.record) <= :max THEN r.record END, s.version
+                FROM records r JOIN sessions s ON s.handle = r.handle WHERE r.handle = :handle";
     let max = i64::try_from(max_len).unwrap_or(i64::MAX);
     let row = conn
         .prepare_cached(read)?
         .query_row(named_params! { ":max": max, ":handle": handle }, |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?))
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, Option<Vec<u8>>>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
         })
         .optional()?;
     Ok(match row {
         // Removed between the two statements.
         None => Fetched::Absent,
-        Some((_, Some(record))) => Fetched::Record(record),
-        Some((len, None)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
+        Some((_, Some(record), version)) => Fetched::Record(record, version.max(0) as u64),
+        Some((len, None, _)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
     })
 }
 
