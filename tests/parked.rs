@@ -195,3 +195,44 @@ async fn a_declined_parked_call_raises_tool_error_where_it_stopped() {
     );
     assert!(!root.path().join("no.txt").exists());
 }
+
+/// A parked run nobody answers is gone from the store at the approval
+/// timeout, not kept for the session idle time (30 min by default) by a
+/// record anyone could keep alive by reading it.
+#[tokio::test]
+async fn unanswered_parked_run_is_removed_at_approval_timeout() {
+    let root = tempfile::tempdir().unwrap();
+    let gw = gateway(root.path(), &[("CODEMCP_APPROVAL_TIMEOUT_SECS", "1")]).await;
+    let code = write(root.path(), "never.txt", "x");
+    let state = state(&call(&gw.url, "alice", json!({"code": code}), None).await);
+    let handle = state.trim_start_matches("parked.").to_owned();
+    let db = gw
+        .config()
+        .parent()
+        .unwrap()
+        .join("state/codemcp/sessions.sqlite3");
+    let live = |db: &Path| -> i64 {
+        let conn = rusqlite::Connection::open(db).expect("the session file");
+        conn.busy_timeout(Duration::from_secs(2)).unwrap();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        conn.query_row(
+            "SELECT count(*) FROM sessions WHERE handle = ?1 AND version > 0 AND expires_at > ?2",
+            rusqlite::params![handle, now_ms],
+            |row| row.get(0),
+        )
+        .expect("count")
+    };
+    assert_eq!(live(&db), 1, "the parked run is in the store");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(
+        live(&db),
+        0,
+        "the parked run is gone at CODEMCP_APPROVAL_TIMEOUT_SECS"
+    );
+    let late = answer(&gw.url, "alice", &code, &state, "accept").await;
+    assert_eq!(late["isError"], true, "{late}");
+    assert!(!root.path().join("never.txt").exists());
+}

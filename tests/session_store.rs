@@ -51,11 +51,11 @@ macro_rules! tests {
 
 battery!(memory: Kind::Memory);
 battery!(file: Kind::File,
-    two_opens_share_sessions, flipped_stored_byte_is_refused, record_copied_to_another_handle_is_refused,
+    stale_session_record_is_refused, two_opens_share_sessions, flipped_stored_byte_is_refused, record_copied_to_another_handle_is_refused,
     oversized_stored_record_is_refused, expired_sessions_give_their_space_back,
 );
 battery!(redis_store: Kind::Redis,
-    two_opens_share_sessions, flipped_stored_byte_is_refused, record_copied_to_another_handle_is_refused,
+    stale_session_record_is_refused, two_opens_share_sessions, flipped_stored_byte_is_refused, record_copied_to_another_handle_is_refused,
     oversized_stored_record_is_refused, expired_sessions_give_their_space_back,
     killed_redis_is_unavailable_then_recovers, frozen_redis_is_unavailable_not_a_hang,
 );
@@ -187,7 +187,8 @@ async fn crashed_holders_lease_frees_itself(kind: Kind) {
         return;
     };
     let h = Handle::mint();
-    drop(
+    // A crash runs no destructor (a dropped lease goes back to its store).
+    std::mem::forget(
         f.store
             .acquire(&h, Duration::ZERO)
             .await
@@ -545,6 +546,44 @@ async fn expired_sessions_give_their_space_back(kind: Kind) {
     );
 }
 
+/// Whoever can write the store puts an older, authentic record of a session
+/// back: it is refused (its version is not the store's), not loaded as if
+/// the later saves never happened.
+async fn stale_session_record_is_refused(kind: Kind) {
+    let Some(f) = Fixture::new(kind, limits(60_000, 60_000)).await else {
+        return;
+    };
+    let (h, owner) = (Handle::mint(), Owner::anonymous());
+    let mut lease = f.store.acquire(&h, Duration::ZERO).await.expect("acquire");
+    f.store
+        .save(&mut lease, &owner, snap("balance = 100"))
+        .await
+        .expect("save 1");
+    let old = f.raw_get(&h);
+    f.store
+        .save(&mut lease, &owner, snap("balance = 0"))
+        .await
+        .expect("save 2");
+    f.store.release(lease).await.expect("release");
+    f.raw_replace_record(&h, &old);
+    let err = f
+        .store
+        .load(&h)
+        .await
+        .expect_err("an older record is refused");
+    assert!(
+        matches!(
+            err,
+            StoreError::Rejected(Reason::Stale {
+                record: 1,
+                store: 2
+            })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("older record"), "{err}");
+}
+
 // ---- Redis outages ----
 
 async fn killed_redis_is_unavailable_then_recovers(kind: Kind) {
@@ -612,7 +651,12 @@ async fn frozen_redis_is_unavailable_not_a_hang(kind: Kind) {
     let err = f.store.load(&h).await.expect_err("Redis is frozen");
     let failed_in = started.elapsed();
     redis.signal(libc::SIGCONT);
-    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    assert!(matches!(err, StoreError::TimedOut { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("session store did not answer within 2 s (redis redis://"),
+        "the error says what happened and where: {err}"
+    );
     assert!(failed_in < Duration::from_millis(2_500), "{failed_in:?}");
     println!("FIGURE redis: frozen → Unavailable in {failed_in:?}");
     let started = Instant::now();

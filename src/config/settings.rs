@@ -219,6 +219,16 @@ pub struct SessionSettings {
     #[arg(value_name = "SIZE", default_value = "16MiB")]
     #[arg(global = true, value_parser = Lenient::new(size))]
     pub max_session_bytes: usize,
+    /// The longest one session-store operation may take (a paused or
+    /// unreachable Redis, a locked SQLite file); past it the run goes on with
+    /// what this gateway holds, and says the store did not answer.
+    #[arg(
+        long = "session-store-timeout-ms",
+        env = "CODEMCP_SESSION_STORE_TIMEOUT_MS"
+    )]
+    #[arg(value_name = "MS", default_value = "5000")]
+    #[arg(global = true, value_parser = Lenient::new(millis))]
+    pub session_store_timeout: Duration,
 }
 
 /// The session key is a credential; show only whether it is set.
@@ -233,6 +243,7 @@ impl fmt::Debug for SessionSettings {
                 &self.session_key.as_ref().map(|_| "<redacted>"),
             )
             .field("max_session_bytes", &self.max_session_bytes)
+            .field("session_store_timeout", &self.session_store_timeout)
             .finish()
     }
 }

@@ -87,7 +87,8 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
     let sessions = Persistence::new(
         session_store(settings, transport)?,
         settings.sessions.session_idle,
-    );
+    )
+    .parking_for(settings.authority.approval_timeout);
     tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
     Ok(Executor::new(engine, checks, sessions))
 }
@@ -117,6 +118,7 @@ fn session_store(
         // A run holds its session's lease; a gateway that dies holding one
         // frees it after its longest possible run.
         lease_ttl: settings.limits.exec_timeout + LEASE_SLACK,
+        call_timeout: settings.sessions.session_store_timeout,
     };
     store::open(&spec, key, limits).map_err(ExecError::Store)
 }

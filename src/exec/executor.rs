@@ -49,6 +49,7 @@ impl Executor {
             idle: Duration::from_secs(3600),
             max_snapshot_bytes: 16 << 20,
             lease_ttl: checks.exec_timeout + Duration::from_secs(30),
+            call_timeout: store::DEFAULT_CALL_TIMEOUT,
         };
         let store = store::open(&StoreSpec::Memory, SealKey::ephemeral(), limits)?;
         Ok(Self::new(

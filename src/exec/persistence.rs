@@ -31,6 +31,9 @@ pub struct Persistence {
     store: Arc<dyn SessionStore>,
     local: Mutex<HashMap<Handle, Local>>,
     idle: Duration,
+    /// How long a parked run waits for its answer (`CODEMCP_APPROVAL_TIMEOUT_SECS`):
+    /// its record goes then, however long sessions idle.
+    parked_for: Duration,
     /// Whether runs give back their state to save. Not for the memory store:
     /// nothing but the engine that holds the state could ever load it, and
     /// a Monty snapshot grows with every snippet the session ran.
@@ -53,7 +56,16 @@ impl Persistence {
             store,
             local: Mutex::default(),
             idle,
+            parked_for: Duration::from_secs(120),
         }
+    }
+
+    /// Parked runs are kept for `timeout` (the approval timeout), not for
+    /// the session idle time.
+    #[must_use]
+    pub fn parking_for(mut self, timeout: Duration) -> Self {
+        self.parked_for = timeout;
+        self
     }
 
     pub fn describe(&self) -> String {
@@ -84,11 +96,15 @@ impl Persistence {
         let Some(handle) = Handle::parse(text) else {
             return Err(self.gone(owner, run).await);
         };
+        let mut down = None;
         let lease = match self.store.acquire(&handle, run.wall).await {
             Ok(lease) => Some(lease),
             Err(StoreError::Busy) => return Err(self.busy_or_gone(&handle, owner, run).await),
             Err(e) => {
                 tracing::warn!(target: "codemcp::session", error = %e, "session store: lease not taken");
+                // Not asked again for the load: a store that just failed
+                // would most likely cost this call a second timeout.
+                down = Some(e);
                 None
             }
         };
@@ -105,7 +121,7 @@ impl Persistence {
             run.persist = self.snapshots;
             return Ok(begun);
         }
-        match self.load(&mut begun).await {
+        match self.load(&mut begun, down).await {
             Ok(saved) => {
                 begun.id = self.local_id(&begun.handle, begun.owner);
                 // Without snapshots the engine's own copy is the state.
@@ -142,8 +158,13 @@ impl Persistence {
     }
 
     /// The saved state to load, `Ok(None)` to go on with what this gateway
-    /// holds, `Err` when the session does not exist for this caller.
-    async fn load(&self, begun: &mut Begun) -> Result<Option<Arc<Saved>>, ()> {
+    /// holds, `Err` when the session does not exist for this caller. `down`:
+    /// the store failed just now (it is not asked again).
+    async fn load(
+        &self,
+        begun: &mut Begun,
+        down: Option<StoreError>,
+    ) -> Result<Option<Arc<Saved>>, ()> {
         let here = self
             .local
             .lock()
@@ -152,7 +173,11 @@ impl Persistence {
         // Whether its last save failed, if this gateway holds it for this caller.
         let known_here = here.filter(|&(_, mine)| mine).map(|(unsaved, _)| unsaved);
         let foreign_here = here.is_some_and(|(_, mine)| !mine);
-        match self.store.load(&begun.handle).await {
+        let loaded = match down {
+            Some(e) => Err(e),
+            None => self.store.load(&begun.handle).await,
+        };
+        match loaded {
             Ok(Some(stored)) if stored.owner != begun.owner => Err(()),
             Ok(Some(_)) if known_here == Some(true) => Ok(None),
             Ok(Some(Stored {
@@ -339,7 +364,10 @@ impl Persistence {
             kind: SnapshotKind::Parked,
             payload,
         };
-        self.store.save_and_release(lease, &owner, snapshot).await?;
+        // Gone at the approval timeout, whoever reads it meanwhile.
+        self.store
+            .save_and_release_for(lease, &owner, snapshot, self.parked_for)
+            .await?;
         Ok(handle)
     }
 

@@ -17,6 +17,8 @@ pub fn limits(idle_ms: u64, lease_ms: u64) -> StoreLimits {
         idle: Duration::from_millis(idle_ms),
         max_snapshot_bytes: 64 << 10,
         lease_ttl: Duration::from_millis(lease_ms),
+        // Above the frozen-Redis tests' bounds, which check Redis's own.
+        call_timeout: Duration::from_secs(2),
     }
 }
 
@@ -135,6 +137,27 @@ impl Fixture {
             .arg(record)
             .arg("ver")
             .arg("1")
+            .query(&mut self.raw_redis())
+            .expect("HSET");
+    }
+
+    /// Puts `record` back as the stored bytes of `handle`, leaving the
+    /// store's version of the session as it is (a replayed record).
+    pub fn raw_replace_record(&self, handle: &Handle, record: &[u8]) {
+        if self.file().is_some() {
+            let sql = "UPDATE records SET record = ?2 WHERE handle = ?1";
+            let changed = self
+                .sql()
+                .execute(sql, rusqlite::params![handle.as_str(), record])
+                .expect("record");
+            assert_eq!(changed, 1);
+            return;
+        }
+        let key = format!("codemcp:s:{{{handle}}}");
+        let _: i64 = redis::cmd("HSET")
+            .arg(&key)
+            .arg("rec")
+            .arg(record)
             .query(&mut self.raw_redis())
             .expect("HSET");
     }

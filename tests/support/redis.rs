@@ -55,6 +55,16 @@ impl Redis {
         }
     }
 
+    /// Sends `signal` to the running server (`SIGSTOP` pauses it, `SIGCONT`
+    /// resumes it).
+    #[allow(dead_code)] // not every test binary pauses Redis
+    pub fn signal(&self, signal: i32) {
+        let pid = self.child.as_ref().expect("running").id();
+        let pid = i32::try_from(pid).expect("pid");
+        // SAFETY: kill(2) on our own child's pid, which is not reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill -{signal}");
+    }
+
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 
-use super::sealed::{Backend, Fetched};
+use super::sealed::{Backend, Expiry, Fetched};
 use super::{Handle, StoreError, StoreLimits};
 
 pub(crate) struct MemoryBackend {
@@ -26,6 +26,8 @@ struct Record {
     bytes: Vec<u8>,
     version: u64,
     expires: Instant,
+    /// Loads do not renew it (written with [`Expiry::Fixed`]).
+    fixed: bool,
 }
 
 impl Slot {
@@ -68,11 +70,13 @@ impl MemoryBackend {
         let Some(record) = slots.get_mut(handle).and_then(|s| s.live_record(now)) else {
             return Fetched::Absent;
         };
-        record.expires = now + self.limits.idle;
+        if !record.fixed {
+            record.expires = now + self.limits.idle;
+        }
         if record.bytes.len() > max_len {
             return Fetched::TooLong(record.bytes.len());
         }
-        Fetched::Record(record.bytes.clone())
+        Fetched::Record(record.bytes.clone(), record.version)
     }
 
     fn try_lock_now(&self, handle: &Handle, token: u128) -> Option<u64> {
@@ -86,7 +90,14 @@ impl MemoryBackend {
         Some(slot.live_version(now))
     }
 
-    fn put_now(&self, handle: &Handle, token: u128, fence: u64, bytes: Vec<u8>) -> bool {
+    fn put_now(
+        &self,
+        handle: &Handle,
+        token: u128,
+        fence: u64,
+        bytes: Vec<u8>,
+        expiry: Expiry,
+    ) -> bool {
         let now = Instant::now();
         let mut slots = self.slots();
         let slot = slots.entry(handle.clone()).or_default();
@@ -94,10 +105,15 @@ impl MemoryBackend {
         if !lease_ok || slot.live_version(now) != fence {
             return false;
         }
+        let (lives, fixed) = match expiry {
+            Expiry::Idle => (self.limits.idle, false),
+            Expiry::Fixed(lifetime) => (lifetime, true),
+        };
         slot.record = Some(Record {
             bytes,
             version: fence + 1,
-            expires: now + self.limits.idle,
+            expires: now + lives,
+            fixed,
         });
         true
     }
@@ -177,8 +193,9 @@ impl Backend for MemoryBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        done(self.put_now(handle, token, fence, record))
+        done(self.put_now(handle, token, fence, record, expiry))
     }
 
     fn unlock<'a>(

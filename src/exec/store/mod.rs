@@ -52,6 +52,7 @@
 mod handle;
 mod key;
 mod memory;
+mod orphans;
 mod os_lease;
 mod redis;
 pub mod seal;
@@ -99,17 +100,37 @@ pub struct Stored {
 }
 
 /// Proof that we hold a session's handle. Not `Clone`: one holder at a time.
-/// Dropping it without [`SessionStore::release`] frees the handle only after
-/// [`StoreLimits::lease_ttl`].
+/// Dropping it without [`SessionStore::release`] hands it back to the store
+/// (see `Drop`); a holder that crashed frees it after [`StoreLimits::lease_ttl`].
 #[derive(Debug)]
 pub struct Lease {
     handle: Handle,
     token: u128,
     /// The stored version a save must still find (0: no record).
     fence: u64,
+    /// Told when the lease is dropped unreleased, so the store that issued
+    /// it frees it (`None` once released).
+    reclaim: Option<std::sync::Weak<dyn sealed::Reclaim>>,
+}
+
+/// A lease nobody will release (its run ended, failed or was cancelled, or
+/// its release did not reach the store) is handed back to its store, which
+/// frees it now or at its next acquire of the handle, so it never keeps the
+/// session busy for the lease time.
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(store) = self.reclaim.take().and_then(|w| w.upgrade()) {
+            store.abandoned(self.handle.clone(), self.token);
+        }
+    }
 }
 
 impl Lease {
+    /// Released: nothing to hand back when dropped.
+    fn disarm(&mut self) {
+        self.reclaim = None;
+    }
+
     pub fn handle(&self) -> &Handle {
         &self.handle
     }
@@ -120,6 +141,9 @@ impl Lease {
     }
 }
 
+/// The default of [`StoreLimits::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long sessions and leases live, and how big a snapshot may be.
 #[derive(Debug, Clone, Copy)]
 pub struct StoreLimits {
@@ -128,6 +152,9 @@ pub struct StoreLimits {
     pub max_snapshot_bytes: usize,
     /// A lease not released within this long frees itself (crashed holder).
     pub lease_ttl: Duration,
+    /// The longest one store operation may take before it fails with
+    /// [`StoreError::TimedOut`] (`CODEMCP_SESSION_STORE_TIMEOUT_MS`).
+    pub call_timeout: Duration,
 }
 
 impl Default for StoreLimits {
@@ -136,6 +163,7 @@ impl Default for StoreLimits {
             idle: Duration::from_secs(24 * 3600),
             max_snapshot_bytes: 64 << 20,
             lease_ttl: Duration::from_secs(60),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
         }
     }
 }
@@ -149,6 +177,10 @@ pub enum StoreError {
     /// the session, if any, is unchanged.
     #[error("session store unavailable: {0}")]
     Unavailable(String),
+    /// The store did not answer within [`StoreLimits::call_timeout`] (paused,
+    /// overloaded or unreachable). Retry later; the session is unchanged.
+    #[error("session store did not answer within {} ({store})", seconds(*after))]
+    TimedOut { store: String, after: Duration },
     /// Another run holds this session; try again when it has finished.
     #[error("session is busy: another run holds it")]
     Busy,
@@ -167,8 +199,17 @@ pub enum StoreError {
     Config(String),
 }
 
+/// `5 s`, `0.2 s`: how long a timeout was, in an error message.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
 /// Where sessions live. The futures borrow the store only; every call is
-/// bounded in time (Redis: a few seconds, SQLite: its busy timeout).
+/// bounded in time by [`StoreLimits::call_timeout`].
 pub trait SessionStore: Send + Sync + 'static {
     /// `"memory"`, `"file"` or `"redis"`.
     fn kind(&self) -> &'static str;
@@ -200,6 +241,16 @@ pub trait SessionStore: Send + Sync + 'static {
         owner: &'a Owner,
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// [`save_and_release`](Self::save_and_release) of a record that is gone
+    /// `lifetime` after this save, however often it is loaded meanwhile (a
+    /// parked run, kept only as long as its answer may come).
+    fn save_and_release_for<'a>(
+        &'a self,
+        lease: Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+        lifetime: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// Frees the handle for the next run (no-op if the lease already expired).
     fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Deletes the session. A run holding it then fails to save.
@@ -228,9 +279,10 @@ pub fn open(
 }
 
 fn check_limits(limits: &StoreLimits) -> Result<(), StoreError> {
-    if limits.idle < Duration::from_millis(1) || limits.lease_ttl < Duration::from_millis(1) {
+    let one_ms = Duration::from_millis(1);
+    if limits.idle < one_ms || limits.lease_ttl < one_ms || limits.call_timeout < one_ms {
         return Err(StoreError::Config(
-            "session idle time and lease time must be at least 1 ms".into(),
+            "session idle time, lease time and store timeout must be at least 1 ms".into(),
         ));
     }
     if limits.max_snapshot_bytes > seal::MAX_PAYLOAD {

@@ -16,23 +16,22 @@ use ::redis::{AsyncCommands, Client, RedisResult, Script, Value};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::sealed::{Backend, Fetched};
+use super::sealed::{Backend, Expiry, Fetched};
 use super::spec::redact_url;
 use super::{Handle, StoreError, StoreLimits};
 
-/// Bounds connecting and each answer; a call never waits longer than
-/// `CALL_TIMEOUT` in all, so a dead Redis shows up as `Unavailable` fast.
+/// The longest wait for a connection: a Redis that is down shows up fast,
+/// even under a long store timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The record if it fits in ARGV[2] bytes (else its length), refreshing its TTL.
+/// The record if it fits in ARGV[2] bytes (else its length), refreshing its
+/// TTL unless it was written to expire at a fixed time (`fixed`).
 const FETCH: &str = r"
 local n = redis.call('HSTRLEN', KEYS[1], 'rec')
 if n == 0 then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if redis.call('HEXISTS', KEYS[1], 'fixed') == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if n > tonumber(ARGV[2]) then return n end
-return redis.call('HGET', KEYS[1], 'rec')
+return {redis.call('HGET', KEYS[1], 'rec'), redis.call('HGET', KEYS[1], 'ver') or '0'}
 ";
 
 /// Takes the lease; returns the record's version, or nil when the lease is held.
@@ -47,6 +46,7 @@ local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 if (redis.call('HGET', KEYS[2], 'ver') or '0') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[2], 'rec', ARGV[4], 'ver', ARGV[3])
+if ARGV[6] == '1' then redis.call('HSET', KEYS[2], 'fixed', '1') else redis.call('HDEL', KEYS[2], 'fixed') end
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1
 ";
@@ -59,6 +59,7 @@ if holder and not mine then return 0 end
 local written = 0
 if (redis.call('HGET', KEYS[2], 'ver') or '0') == ARGV[2] then
   redis.call('HSET', KEYS[2], 'rec', ARGV[4], 'ver', ARGV[3])
+  if ARGV[6] == '1' then redis.call('HSET', KEYS[2], 'fixed', '1') else redis.call('HDEL', KEYS[2], 'fixed') end
   redis.call('PEXPIRE', KEYS[2], ARGV[5])
   written = 1
 end
@@ -112,10 +113,13 @@ impl RedisBackend {
         }
         let client = Client::open(url).map_err(config_error)?;
         // No retry inside one call: the caller gets `Unavailable` at once and
-        // the next call tries again, so a Redis outage never stalls a run.
+        // the next call tries again (the manager reconnects a dropped
+        // connection by itself), so a Redis outage never stalls a run. A
+        // paused Redis keeps the connection: its answers come late and are
+        // dropped, and the connection serves again once it resumes.
         let config = ::redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(CONNECT_TIMEOUT.min(limits.call_timeout)))
+            .set_response_timeout(Some(limits.call_timeout))
             .set_number_of_retries(0);
         let redis =
             ConnectionManager::new_lazy_with_config(client, config).map_err(config_error)?;
@@ -131,38 +135,66 @@ impl RedisBackend {
         })
     }
 
-    /// `call` with the time bound and the error every caller wants.
-    async fn bounded<T>(
-        &self,
-        what: &str,
-        call: impl Future<Output = RedisResult<T>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => {
-                tracing::debug!(url = %self.shown_url, what, error = %e, "Redis call failed");
-                Err(StoreError::Unavailable(format!(
-                    "Redis {} ({what}): {e}",
-                    self.shown_url
-                )))
+    /// `call` on the shared connection, with the time bound and the error
+    /// every caller wants. A connection found dropped (Redis restarted) is
+    /// replaced by the manager and the call tried once more on the new one,
+    /// so the first call after a restart already works.
+    async fn bounded<T, F, Fut>(&self, what: &str, call: F) -> Result<T, StoreError>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let timed_out = || StoreError::TimedOut {
+            store: format!("redis {}", self.shown_url),
+            after: self.limits.call_timeout,
+        };
+        let deadline = tokio::time::Instant::now() + self.limits.call_timeout;
+        let mut retried = false;
+        loop {
+            match tokio::time::timeout_at(deadline, call(self.redis.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) if e.is_timeout() => return Err(timed_out()),
+                Ok(Err(e)) if !retried && e.is_unrecoverable_error() => {
+                    tracing::debug!(url = %self.shown_url, what, error = %e, "Redis connection dropped; trying a new one");
+                    retried = true;
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(url = %self.shown_url, what, error = %e, "Redis call failed");
+                    return Err(StoreError::Unavailable(format!(
+                        "Redis {} ({what}): {e}",
+                        self.shown_url
+                    )));
+                }
+                Err(_) => return Err(timed_out()),
             }
-            Err(_) => Err(StoreError::Unavailable(format!(
-                "Redis {} ({what}): no answer within {} s",
-                self.shown_url,
-                CALL_TIMEOUT.as_secs()
-            ))),
         }
     }
 
     async fn fetch_record(&self, handle: &Handle, max_len: usize) -> Result<Fetched, StoreError> {
-        let mut conn = self.redis.clone();
         let mut call = self.fetch.key(record_key(handle));
         call.arg(ms(self.limits.idle)).arg(max_len);
-        let value: Value = self.bounded("load", call.invoke_async(&mut conn)).await?;
+        let value: Value = self
+            .bounded("load", |mut conn| {
+                let call = &call;
+                async move { call.invoke_async(&mut conn).await }
+            })
+            .await?;
         match value {
             Value::Nil => Ok(Fetched::Absent),
             Value::Int(len) => Ok(Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX))),
-            Value::BulkString(record) => Ok(Fetched::Record(record)),
+            Value::Array(mut parts) if parts.len() == 2 => {
+                let version = match parts.pop() {
+                    Some(Value::BulkString(v)) => std::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                match parts.pop() {
+                    Some(Value::BulkString(record)) => Ok(Fetched::Record(record, version)),
+                    _ => Ok(Fetched::Absent),
+                }
+            }
             other => Err(StoreError::Unavailable(format!(
                 "Redis {}: unexpected load reply {other:?}",
                 self.shown_url
@@ -171,13 +203,15 @@ impl RedisBackend {
     }
 
     async fn lock_handle(&self, handle: &Handle, token: u128) -> Result<Option<u64>, StoreError> {
-        let mut conn = self.redis.clone();
         let mut call = self.lock.key(lease_key(handle));
         call.key(record_key(handle))
             .arg(&token.to_le_bytes()[..])
             .arg(ms(self.limits.lease_ttl));
         let version: Option<String> = self
-            .bounded("acquire", call.invoke_async(&mut conn))
+            .bounded("acquire", |mut conn| {
+                let call = &call;
+                async move { call.invoke_async(&mut conn).await }
+            })
             .await?;
         // A version that is not a number can only come from someone else's
         // writes; treating it as no record makes the next save fail its fence.
@@ -190,9 +224,9 @@ impl RedisBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
         then_unlock: bool,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.redis.clone();
         let script = if then_unlock {
             &self.put_unlock
         } else {
@@ -203,32 +237,46 @@ impl RedisBackend {
             .arg(&token.to_le_bytes()[..])
             .arg(fence.to_string())
             .arg((fence + 1).to_string())
-            .arg(record)
-            .arg(ms(self.limits.idle));
-        let written: i64 = self.bounded("save", call.invoke_async(&mut conn)).await?;
+            .arg(record);
+        match expiry {
+            Expiry::Idle => call.arg(ms(self.limits.idle)).arg("0"),
+            Expiry::Fixed(lifetime) => call.arg(ms(lifetime)).arg("1"),
+        };
+        let written: i64 = self
+            .bounded("save", |mut conn| {
+                let call = &call;
+                async move { call.invoke_async(&mut conn).await }
+            })
+            .await?;
         Ok(written == 1)
     }
 
     async fn unlock_handle(&self, handle: &Handle, token: u128) -> Result<(), StoreError> {
-        let mut conn = self.redis.clone();
         let mut call = self.unlock.key(lease_key(handle));
         call.arg(&token.to_le_bytes()[..]);
         let _: i64 = self
-            .bounded("release", call.invoke_async(&mut conn))
+            .bounded("release", |mut conn| {
+                let call = &call;
+                async move { call.invoke_async(&mut conn).await }
+            })
             .await?;
         Ok(())
     }
 
     async fn delete_record(&self, handle: &Handle) -> Result<(), StoreError> {
-        let mut conn = self.redis.clone();
-        let _: i64 = self.bounded("remove", conn.del(record_key(handle))).await?;
+        let _: i64 = self
+            .bounded("remove", |mut conn| async move {
+                conn.del(record_key(handle)).await
+            })
+            .await?;
         Ok(())
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.redis.clone();
         let _: String = self
-            .bounded("ping", ::redis::cmd("PING").query_async(&mut conn))
+            .bounded("ping", |mut conn| async move {
+                ::redis::cmd("PING").query_async(&mut conn).await
+            })
             .await?;
         Ok(())
     }
@@ -269,8 +317,10 @@ impl Backend for RedisBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.put_record(handle, token, fence, record, false).boxed()
+        self.put_record(handle, token, fence, record, expiry, false)
+            .boxed()
     }
 
     fn put_and_unlock<'a>(
@@ -279,8 +329,10 @@ impl Backend for RedisBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.put_record(handle, token, fence, record, true).boxed()
+        self.put_record(handle, token, fence, record, expiry, true)
+            .boxed()
     }
 
     fn unlock<'a>(

@@ -69,6 +69,12 @@ pub enum Reason {
     OtherMontyVersion(String),
     /// Authentic but inconsistent: only a bug in the writer can cause this.
     Malformed(&'static str),
+    /// Authentic, but not the version the store holds for the session: an
+    /// older record put back (a replay or a rollback).
+    Stale {
+        record: u64,
+        store: u64,
+    },
 }
 
 impl fmt::Display for Reason {
@@ -81,6 +87,10 @@ impl fmt::Display for Reason {
             Reason::UnknownFormat(v) => write!(f, "unknown record format {v}"),
             Reason::OtherMontyVersion(v) => write!(f, "written by another Monty version ({v})"),
             Reason::Malformed(what) => write!(f, "malformed ({what})"),
+            Reason::Stale { record, store } => write!(
+                f,
+                "version {record} while the store holds version {store} of this session (an older record put back)"
+            ),
         }
     }
 }

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::handle::random_token;
 use super::key::SealKey;
+use super::orphans::Orphans;
 use super::seal::{self, max_record_len};
 use super::{Handle, Lease, Owner, SessionStore, Snapshot, StoreError, StoreLimits, Stored};
 
@@ -19,7 +20,18 @@ pub(crate) enum Fetched {
     Absent,
     /// Present but longer than the caller's bound: not fetched.
     TooLong(usize),
-    Record(Vec<u8>),
+    /// The record, and the version the store holds for the session (kept
+    /// beside the record, written with it).
+    Record(Vec<u8>, u64),
+}
+
+/// How long a written record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// The store's idle time, renewed by every load.
+    Idle,
+    /// This long from the write, loads or not.
+    Fixed(Duration),
 }
 
 /// What a store medium must offer. Idle and lease times are the backend's
@@ -42,14 +54,16 @@ pub(crate) trait Backend: Send + Sync + 'static {
         handle: &'a Handle,
         token: u128,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
-    /// Writes `record` as version `fence + 1` if the live version is still
-    /// `fence` and the lease is `token`'s or nobody's. False otherwise.
+    /// Writes `record` as version `fence + 1`, living for `expiry`, if the
+    /// live version is still `fence` and the lease is `token`'s or nobody's.
+    /// False otherwise.
     fn put<'a>(
         &'a self,
         handle: &'a Handle,
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// [`put`](Self::put), then [`unlock`](Self::unlock) (also when the put
     /// was refused), in one round trip where the medium allows.
@@ -59,9 +73,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
-            let written = self.put(handle, token, fence, record).await?;
+            let written = self.put(handle, token, fence, record, expiry).await?;
             self.unlock(handle, token).await?;
             Ok(written)
         }
@@ -81,11 +96,19 @@ pub(crate) trait Backend: Send + Sync + 'static {
     }
 }
 
+/// Where a [`Lease`] dropped unreleased goes: the store that issued it.
+pub(crate) trait Reclaim: Send + Sync {
+    fn abandoned(&self, handle: Handle, token: u128);
+}
+
 /// A backend behind the rules.
 pub(crate) struct Sealed<B> {
     backend: B,
     key: SealKey,
     limits: StoreLimits,
+    orphans: Orphans,
+    /// Itself, for the leases it issues and the tasks that free them.
+    me: Weak<Self>,
 }
 
 /// First and longest pause between two tries of a held lease.
@@ -94,10 +117,12 @@ const LONGEST_RETRY: Duration = Duration::from_millis(50);
 
 impl<B: Backend> Sealed<B> {
     pub(crate) fn start(backend: B, key: SealKey, limits: StoreLimits) -> Arc<dyn SessionStore> {
-        let store = Arc::new(Self {
+        let store = Arc::new_cyclic(|me| Self {
             backend,
             key,
             limits,
+            orphans: Orphans::default(),
+            me: me.clone(),
         });
         if store.backend.sweep().is_some() {
             spawn_sweeper(Arc::downgrade(&store), sweep_interval(&limits));
@@ -105,18 +130,66 @@ impl<B: Backend> Sealed<B> {
         store
     }
 
+    /// `call` within the store timeout: a paused or unreachable store costs
+    /// each operation at most that long, and says so.
+    async fn bounded<T>(
+        &self,
+        call: BoxFuture<'_, Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.limits.call_timeout, call).await {
+            Ok(done) => done,
+            Err(_) => {
+                let store = self.backend.describe();
+                tracing::warn!(target: "codemcp::session", %store, after_ms = self.limits.call_timeout.as_millis(), "session store did not answer in time");
+                Err(StoreError::TimedOut {
+                    store,
+                    after: self.limits.call_timeout,
+                })
+            }
+        }
+    }
+
+    fn lease(&self, handle: &Handle, token: u128, fence: u64) -> Lease {
+        let reclaim: Weak<dyn Reclaim> = self.me.clone();
+        Lease {
+            handle: handle.clone(),
+            token,
+            fence,
+            reclaim: Some(reclaim),
+        }
+    }
+
+    /// Frees `handle`'s orphaned leases; whether there were any.
+    async fn free_orphans(&self, handle: &Handle) -> bool {
+        let tokens = self.orphans.of(handle);
+        for &token in &tokens {
+            if let Err(e) = self.bounded(self.backend.unlock(handle, token)).await {
+                tracing::debug!(target: "codemcp::session", error = %e, "orphaned lease not freed yet");
+            }
+        }
+        !tokens.is_empty()
+    }
+
     async fn load_sealed(&self, handle: &Handle) -> Result<Option<Stored>, StoreError> {
         let max = max_record_len(self.limits.max_snapshot_bytes);
-        let record = match self.backend.fetch(handle, max).await? {
+        let record = match self.bounded(self.backend.fetch(handle, max)).await? {
             Fetched::Absent => return Ok(None),
             Fetched::TooLong(size) => {
                 return Err(self.refuse(handle, seal::Reason::TooLarge { size, max }));
             }
-            Fetched::Record(record) => record,
+            Fetched::Record(record, version) => (record, version),
         };
-        seal::unseal(&self.key, handle, &record, self.limits.max_snapshot_bytes)
-            .map(Some)
-            .map_err(|reason| self.refuse(handle, reason))
+        let (record, version) = record;
+        let stored = seal::unseal(&self.key, handle, &record, self.limits.max_snapshot_bytes)
+            .map_err(|reason| self.refuse(handle, reason))?;
+        if stored.version != version {
+            let reason = seal::Reason::Stale {
+                record: stored.version,
+                store: version,
+            };
+            return Err(self.refuse(handle, reason));
+        }
+        Ok(Some(stored))
     }
 
     fn refuse(&self, handle: &Handle, reason: seal::Reason) -> StoreError {
@@ -128,13 +201,27 @@ impl<B: Backend> Sealed<B> {
         let deadline = Instant::now() + wait;
         let token = random_token();
         let mut pause = FIRST_RETRY;
+        let mut orphans_freed = false;
         loop {
-            if let Some(fence) = self.backend.try_lock(handle, token).await? {
-                return Ok(Lease {
-                    handle: handle.clone(),
-                    token,
-                    fence,
-                });
+            match self.bounded(self.backend.try_lock(handle, token)).await {
+                Ok(Some(fence)) => {
+                    self.orphans.forget(handle);
+                    return Ok(self.lease(handle, token, fence));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    // It may still be taken: a paused store runs the request
+                    // when it resumes.
+                    self.abandoned(handle.clone(), token);
+                    return Err(e);
+                }
+            }
+            // Held, perhaps by a lease of ours that nobody will release.
+            if !orphans_freed {
+                orphans_freed = true;
+                if self.free_orphans(handle).await {
+                    continue;
+                }
             }
             let now = Instant::now();
             if now >= deadline {
@@ -153,11 +240,14 @@ impl<B: Backend> Sealed<B> {
         owner: &Owner,
         snapshot: Snapshot,
         release: bool,
+        expiry: Expiry,
     ) -> Result<u64, StoreError> {
         let max = self.limits.max_snapshot_bytes;
         if snapshot.payload.len() > max {
             if release {
-                self.backend.unlock(&lease.handle, lease.token).await?;
+                self.bounded(self.backend.unlock(&lease.handle, lease.token))
+                    .await?;
+                lease.disarm();
             }
             return Err(StoreError::TooLarge {
                 size: snapshot.payload.len(),
@@ -170,11 +260,17 @@ impl<B: Backend> Sealed<B> {
         tracing::trace!(target: "codemcp::timing", us = sealing.elapsed().as_micros(), bytes = record.len(), "session sealed");
         let (handle, token, fence) = (&lease.handle, lease.token, lease.fence);
         let written = if release {
-            self.backend
-                .put_and_unlock(handle, token, fence, record)
-                .await?
+            let written = self
+                .bounded(
+                    self.backend
+                        .put_and_unlock(handle, token, fence, record, expiry),
+                )
+                .await?;
+            lease.disarm();
+            written
         } else {
-            self.backend.put(handle, token, fence, record).await?
+            self.bounded(self.backend.put(handle, token, fence, record, expiry))
+                .await?
         };
         if !written {
             tracing::info!(
@@ -199,7 +295,7 @@ impl<B: Backend> SessionStore for Sealed<B> {
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.backend.probe()
+        self.bounded(self.backend.probe()).boxed()
     }
 
     fn load<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<Option<Stored>, StoreError>> {
@@ -220,7 +316,8 @@ impl<B: Backend> SessionStore for Sealed<B> {
         owner: &'a Owner,
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        self.save_sealed(lease, owner, snapshot, false).boxed()
+        self.save_sealed(lease, owner, snapshot, false, Expiry::Idle)
+            .boxed()
     }
 
     fn save_and_release<'a>(
@@ -229,15 +326,60 @@ impl<B: Backend> SessionStore for Sealed<B> {
         owner: &'a Owner,
         snapshot: Snapshot,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        async move { self.save_sealed(&mut lease, owner, snapshot, true).await }.boxed()
+        async move {
+            self.save_sealed(&mut lease, owner, snapshot, true, Expiry::Idle)
+                .await
+        }
+        .boxed()
     }
 
-    fn release(&self, lease: Lease) -> BoxFuture<'_, Result<(), StoreError>> {
-        async move { self.backend.unlock(&lease.handle, lease.token).await }.boxed()
+    fn save_and_release_for<'a>(
+        &'a self,
+        mut lease: Lease,
+        owner: &'a Owner,
+        snapshot: Snapshot,
+        lifetime: Duration,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let expiry = Expiry::Fixed(lifetime.max(Duration::from_millis(1)));
+        async move {
+            self.save_sealed(&mut lease, owner, snapshot, true, expiry)
+                .await
+        }
+        .boxed()
+    }
+
+    fn release(&self, mut lease: Lease) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move {
+            let freed = self
+                .bounded(self.backend.unlock(&lease.handle, lease.token))
+                .await;
+            if freed.is_ok() {
+                lease.disarm();
+            }
+            freed
+        }
+        .boxed()
     }
 
     fn remove<'a>(&'a self, handle: &'a Handle) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.backend.delete(handle)
+        self.bounded(self.backend.delete(handle)).boxed()
+    }
+}
+
+impl<B: Backend> Reclaim for Sealed<B> {
+    /// Remembers the lease, and frees it in the background now (a paused
+    /// store runs the request when it resumes, after any it still holds).
+    fn abandoned(&self, handle: Handle, token: u128) {
+        self.orphans.add(handle.clone(), token);
+        let (Ok(runtime), Some(store)) = (tokio::runtime::Handle::try_current(), self.me.upgrade())
+        else {
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = store.bounded(store.backend.unlock(&handle, token)).await {
+                tracing::debug!(target: "codemcp::session", error = %e, "abandoned lease not freed yet; the next acquire retries");
+            }
+        });
     }
 }
 

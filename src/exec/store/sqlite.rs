@@ -19,7 +19,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, named_params}
 
 use super::key::create_private_dir_for;
 use super::os_lease::{OsLeases, SaveHold};
-use super::sealed::{Backend, Fetched};
+use super::sealed::{Backend, Expiry, Fetched};
 use super::{Handle, StoreError, StoreLimits};
 
 /// Waits this long for another process's write before giving up: our
@@ -42,6 +42,22 @@ CREATE TABLE IF NOT EXISTS records (
     record BLOB NOT NULL
 );
 ";
+
+/// Adds `sessions.fixed` (1: a record whose expiry loads do not renew) to a
+/// file an older codemcp created. Another process may add it at the same
+/// time: its presence afterwards is what counts.
+fn add_fixed_column(conn: &Connection) -> rusqlite::Result<()> {
+    let present = |conn: &Connection| conn.prepare("SELECT fixed FROM sessions LIMIT 0").is_ok();
+    if present(conn) {
+        return Ok(());
+    }
+    let added =
+        conn.execute_batch("ALTER TABLE sessions ADD COLUMN fixed INTEGER NOT NULL DEFAULT 0");
+    match added {
+        Err(_) if present(conn) => Ok(()),
+        done => done,
+    }
+}
 
 /// The version of a row's record, or 0 if it has none that is alive.
 const LIVE_VERSION: &str = "(CASE WHEN expires_at > :now THEN version ELSE 0 END)";
@@ -85,6 +101,7 @@ impl SqliteBackend {
         )
         .map_err(|e| fail(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
+        add_fixed_column(&conn).map_err(|e| fail(&e))?;
         let leases = match OsLeases::open(path, limits.lease_ttl) {
             Ok(leases) => Some(Arc::new(leases)),
             Err(e) => {
@@ -121,10 +138,11 @@ impl SqliteBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
         unlock: bool,
     ) -> BoxFuture<'static, Result<bool, StoreError>> {
         let Some(leases) = &self.leases else {
-            return self.write_row(handle, token, fence, record, unlock);
+            return self.write_row(handle, token, fence, record, expiry, unlock);
         };
         let (leases, key) = (Arc::clone(leases), handle.as_str().to_owned());
         let hold = match leases.hold_for_save(&key, token) {
@@ -134,7 +152,7 @@ impl SqliteBackend {
         let saving = match hold {
             SaveHold::Taken => futures::future::ready(Ok(false)).boxed(),
             SaveHold::Ours | SaveHold::Borrowed => {
-                self.write_row(handle, token, fence, record, false)
+                self.write_row(handle, token, fence, record, expiry, false)
             }
         };
         let path = self.path.clone();
@@ -166,6 +184,7 @@ impl SqliteBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
         unlock: bool,
     ) -> BoxFuture<'static, Result<bool, StoreError>> {
         // A fence past i64 matches no stored version: the write is refused.
@@ -175,10 +194,14 @@ impl SqliteBackend {
             token,
             fence: fence.unwrap_or(-1),
             record,
+            lives: Self::ms(match expiry {
+                Expiry::Idle => self.limits.idle,
+                Expiry::Fixed(lifetime) => lifetime,
+            }),
+            fixed: matches!(expiry, Expiry::Fixed(_)),
         };
-        let idle = Self::ms(self.limits.idle);
         self.quick(move |conn, now| {
-            let written = put.fence >= 0 && put_row(conn, &put, now, idle, unlock)?;
+            let written = put.fence >= 0 && put_row(conn, &put, now, unlock)?;
             // A write that went in freed the lease in its own transaction.
             if unlock && !written {
                 unlock_row(conn, &put.handle, token, now)?;
@@ -310,7 +333,9 @@ fn fetch_row(
     now: i64,
     idle: i64,
 ) -> rusqlite::Result<Fetched> {
-    let refresh = "UPDATE sessions SET expires_at = :expires
+    // A record written to expire at a fixed time (a parked run) keeps it.
+    let refresh =
+        "UPDATE sessions SET expires_at = CASE WHEN fixed = 0 THEN :expires ELSE expires_at END
                    WHERE handle = :handle AND version > 0 AND expires_at > :now";
     let params =
         named_params! { ":expires": now.saturating_add(idle), ":handle": handle, ":now": now };
@@ -319,20 +344,26 @@ fn fetch_row(
     }
     // length() reads a blob's size from its header; the blob itself is only
     // returned when it fits.
-    let read = "SELECT length(record), CASE WHEN length(record) <= :max THEN record END
-                FROM records WHERE handle = :handle";
+    // The version comes from the same statement: what the record must say.
+    let read =
+        "SELECT length(r.record), CASE WHEN length(r.record) <= :max THEN r.record END, s.version
+                FROM records r JOIN sessions s ON s.handle = r.handle WHERE r.handle = :handle";
     let max = i64::try_from(max_len).unwrap_or(i64::MAX);
     let row = conn
         .prepare_cached(read)?
         .query_row(named_params! { ":max": max, ":handle": handle }, |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, Option<Vec<u8>>>(1)?))
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, Option<Vec<u8>>>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
         })
         .optional()?;
     Ok(match row {
         // Removed between the two statements.
         None => Fetched::Absent,
-        Some((_, Some(record))) => Fetched::Record(record),
-        Some((len, None)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
+        Some((_, Some(record), version)) => Fetched::Record(record, version.max(0) as u64),
+        Some((len, None, _)) => Fetched::TooLong(usize::try_from(len).unwrap_or(usize::MAX)),
     })
 }
 
@@ -376,6 +407,9 @@ struct Put {
     token: u128,
     fence: i64,
     record: Vec<u8>,
+    /// How long the record lives (ms), and whether loads leave that alone.
+    lives: i64,
+    fixed: bool,
 }
 
 fn unlock_row(conn: &Connection, handle: &str, token: u128, now: i64) -> rusqlite::Result<()> {
@@ -387,32 +421,27 @@ fn unlock_row(conn: &Connection, handle: &str, token: u128, now: i64) -> rusqlit
 
 /// Saves `put`'s record if its lease still holds; with `unlock`, the lease
 /// is freed in the same transaction (one commit, not two).
-fn put_row(
-    conn: &mut Connection,
-    put: &Put,
-    now: i64,
-    idle: i64,
-    unlock: bool,
-) -> rusqlite::Result<bool> {
+fn put_row(conn: &mut Connection, put: &Put, now: i64, unlock: bool) -> rusqlite::Result<bool> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let update = format!(
-        "UPDATE sessions SET version = :fence + 1, expires_at = :expires,
+        "UPDATE sessions SET version = :fence + 1, expires_at = :expires, fixed = :fixed,
              lease_token = CASE WHEN :unlock AND lease_token = :token THEN NULL ELSE lease_token END,
              lease_until = CASE WHEN :unlock AND lease_token = :token THEN 0 ELSE lease_until END
          WHERE handle = :handle AND (lease_token = :token OR lease_until <= :now) AND {LIVE_VERSION} = :fence"
     );
-    let expires = now.saturating_add(idle);
+    let expires = now.saturating_add(put.lives);
     let mut claimed = tx.prepare_cached(&update)?.execute(named_params! {
-        ":fence": put.fence, ":expires": expires, ":handle": put.handle,
+        ":fence": put.fence, ":expires": expires, ":fixed": put.fixed, ":handle": put.handle,
         ":token": put.token.to_le_bytes(), ":now": now, ":unlock": unlock,
     })? == 1;
     if !claimed && put.fence == 0 {
         // No row at all (never leased, or swept after our lease expired): a
         // first save may create it.
         let insert =
-            "INSERT INTO sessions (handle, version, expires_at) VALUES (:handle, 1, :expires)
+            "INSERT INTO sessions (handle, version, expires_at, fixed) VALUES (:handle, 1, :expires, :fixed)
                       ON CONFLICT (handle) DO NOTHING";
-        let params = named_params! { ":handle": put.handle, ":expires": expires };
+        let params =
+            named_params! { ":handle": put.handle, ":expires": expires, ":fixed": put.fixed };
         claimed = tx.prepare_cached(insert)?.execute(params)? == 1;
     }
     if !claimed {
@@ -518,8 +547,9 @@ impl Backend for SqliteBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.write(handle, token, fence, record, false)
+        self.write(handle, token, fence, record, expiry, false)
     }
 
     fn put_and_unlock<'a>(
@@ -528,8 +558,9 @@ impl Backend for SqliteBackend {
         token: u128,
         fence: u64,
         record: Vec<u8>,
+        expiry: Expiry,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.write(handle, token, fence, record, true)
+        self.write(handle, token, fence, record, expiry, true)
     }
 
     fn unlock<'a>(
