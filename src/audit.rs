@@ -209,16 +209,30 @@ impl Rotating {
     }
 }
 
+/// The record of who did what is only worth keeping where nobody else could
+/// rewrite it: a directory only you (or root) can change, or a sticky one
+/// (as `/tmp`), and a regular file of yours, never a symlink or a FIFO.
+const AUDIT_RULES: crate::secure_file::Rules = crate::secure_file::Rules {
+    what: "the audit log",
+    max_bytes: u64::MAX, // appended to, never read
+    follow_symlink: false,
+    owner: crate::secure_file::Owner::Me,
+    private_writes: true,
+};
+
 fn open_append(path: &Path) -> Result<File, AuditError> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| AuditError {
-            path: path.to_owned(),
-            source,
-        })
+    let unsafe_file = |e| AuditError {
+        path: path.to_owned(),
+        source: std::io::Error::other(e),
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    crate::secure_file::check_dir(dir, "the audit log's directory").map_err(unsafe_file)?;
+    let mut options = OpenOptions::new();
+    options.create(true).append(true).mode(0o600);
+    crate::secure_file::open_trusted(path, &AUDIT_RULES, &mut options).map_err(unsafe_file)
 }
 
 /// The length of `value` as JSON, without writing it anywhere.

@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::exec::store::Owner;
 use crate::policy::Overrides;
 use crate::sdk::Sdk;
+use crate::secure_file;
 use crate::upstream::Catalog;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,10 @@ pub enum PrincipalsError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Unsafe (writable by others, owned by another user, not a regular
+    /// file, too large); the message says how to fix it.
+    #[error(transparent)]
+    Unsafe(#[from] crate::secure_file::UnsafeFile),
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: PathBuf,
@@ -215,11 +220,30 @@ struct Entry {
 }
 
 fn read_file(path: &Path) -> Result<Vec<Arc<Principal>>, PrincipalsError> {
-    let text = fs::read_to_string(path).map_err(|source| PrincipalsError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = read_trusted(path)?;
     parse(path, &text)
+}
+
+/// Who may authenticate is decided by this file, so it is read only when
+/// nobody but its owner (you, or root) could have written it or its
+/// directory. A symlink is followed: in a directory only you or root can
+/// write, the operator put it there.
+const FILE_RULES: secure_file::Rules = secure_file::Rules {
+    what: "the principals file",
+    max_bytes: 4 << 20,
+    follow_symlink: true,
+    owner: secure_file::Owner::MeOrRoot,
+    private_writes: true,
+};
+
+fn read_trusted(path: &Path) -> Result<String, PrincipalsError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        match secure_file::check_dir(dir, "the principals file's directory") {
+            Err(e) if !e.is_missing() => return Err(e.into()),
+            _ => {}
+        }
+    }
+    Ok(secure_file::read_trusted_text(path, &FILE_RULES)?)
 }
 
 fn parse(path: &Path, text: &str) -> Result<Vec<Arc<Principal>>, PrincipalsError> {
@@ -300,6 +324,7 @@ fn hex(digest: &[u8; 32]) -> String {
 /// A bad name, a name already there, or a file that cannot be read or written.
 pub fn add_token(path: &Path, name: &str) -> Result<String, PrincipalsError> {
     check_name(name)?;
+    let _held = lock(path)?;
     let mut body = read_raw(path)?;
     let principals = principals_object(path, &mut body)?;
     if principals.contains_key(name) {
@@ -320,6 +345,7 @@ pub fn add_token(path: &Path, name: &str) -> Result<String, PrincipalsError> {
 /// # Errors
 /// No such principal, or a file that cannot be read or written.
 pub fn remove_token(path: &Path, name: &str) -> Result<(), PrincipalsError> {
+    let _held = lock(path)?;
     let mut body = read_raw(path)?;
     let principals = principals_object(path, &mut body)?;
     if principals.remove(name).is_none() {
@@ -333,7 +359,7 @@ pub fn remove_token(path: &Path, name: &str) -> Result<(), PrincipalsError> {
 
 /// The file as JSON, validated as a principals file; empty when missing.
 fn read_raw(path: &Path) -> Result<Value, PrincipalsError> {
-    match fs::read_to_string(path) {
+    match read_trusted(path) {
         Ok(text) => {
             parse(path, &text)?;
             serde_json::from_str(&text).map_err(|e| PrincipalsError::Parse {
@@ -343,14 +369,36 @@ fn read_raw(path: &Path) -> Result<Value, PrincipalsError> {
                 message: e.to_string(),
             })
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(PrincipalsError::Unsafe(e)) if e.is_missing() => {
             Ok(serde_json::json!({ "principals": {} }))
         }
-        Err(source) => Err(PrincipalsError::Read {
-            path: path.to_owned(),
-            source,
-        }),
+        Err(e) => Err(e),
     }
+}
+
+/// Holds `FILE.lock` (an exclusive `flock`) while one `token add/remove`
+/// reads, changes and writes the file, so parallel runs each see the
+/// others' changes instead of overwriting them.
+fn lock(path: &Path) -> Result<fs::File, PrincipalsError> {
+    let failed = |source| PrincipalsError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(failed)?;
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(PathBuf::from(name))
+        .map_err(failed)?;
+    file.lock().map_err(failed)?;
+    Ok(file)
 }
 
 fn principals_object<'a>(
@@ -367,30 +415,26 @@ fn principals_object<'a>(
         })
 }
 
-/// Writes the whole file anew (0600), through a temporary file and a rename
-/// so that a gateway reading it never sees half of it.
+/// Writes the whole file anew (0600), through a temporary file of its own
+/// (tempfile: a unique name, created 0600) and a rename, so that a gateway
+/// reading it never sees half of it.
 fn write_raw(path: &Path, body: &Value) -> Result<(), PrincipalsError> {
     let failed = |source| PrincipalsError::Write {
         path: path.to_owned(),
         source,
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(failed)?;
-    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let text = serde_json::to_string_pretty(body).map_err(|e| failed(e.into()))?;
-    let temp = path.with_extension("json.tmp");
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .map_err(failed)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
+        .and_then(|()| file.as_file().sync_all())
         .map_err(failed)?;
-    fs::rename(&temp, path).map_err(failed)
+    file.persist(path).map_err(|e| failed(e.error))?;
+    Ok(())
 }
 
 /// `$XDG_CONFIG_HOME/codemcp/tokens.json`, else `~/.config/codemcp/tokens.json`.

@@ -412,3 +412,182 @@ fn install_follows_a_symlinked_client_file_and_undo_leaves_the_link() {
     );
     assert_eq!(std::fs::read(&target).expect("read"), before);
 }
+
+/// Runs `codemcp import` with `args` under a 4 GB address-space limit (so a
+/// file read without bound fails instead of taking the machine's memory),
+/// killed after `limit`; returns the output and how long it ran.
+fn run_bounded(
+    home: &Home,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    use std::process::Stdio;
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4000000; exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(args)
+        .env("HOME", home.dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEMCP_CONFIG")
+        .env("CODEMCP_FALLBACK", "none")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codemcp runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut { stdout }, &mut text).map(|_| text)
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().expect("kill");
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let elapsed = started.elapsed();
+    let mut stderr = Vec::new();
+    std::io::Read::read_to_end(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read");
+    let stdout = reader.join().expect("reader").expect("read");
+    (
+        Output {
+            status,
+            stdout,
+            stderr,
+        },
+        elapsed,
+    )
+}
+
+/// A client file of `n` stdio servers named `srvN`.
+fn many_servers(n: usize) -> String {
+    let servers: serde_json::Map<String, Value> = (0..n)
+        .map(|i| {
+            (
+                format!("srv{i}"),
+                serde_json::json!({"command": format!("/usr/bin/tool{i}"), "args": ["--x"]}),
+            )
+        })
+        .collect();
+    serde_json::json!({ "mcpServers": servers }).to_string()
+}
+
+#[test]
+fn import_config_symlinked_to_dev_zero_is_refused() {
+    let home = Home::new();
+    let cursor = home.path(".cursor/mcp.json");
+    std::fs::remove_file(&cursor).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &cursor).expect("symlink");
+    let (out, _) = run_bounded(
+        &home,
+        &["import", "--from", "cursor"],
+        std::time::Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("a character device, not a regular file"),
+        "{stderr}"
+    );
+    // Without --from the other clients are still read.
+    let all = home.ok(&["import"]);
+    assert!(line_of(&all, "cursor").contains("skipped"), "{all}");
+}
+
+#[test]
+fn import_of_40000_entries_is_linear() {
+    let home = Home::new();
+    std::fs::write(home.path(".claude.json"), many_servers(40_000)).expect("write");
+    std::fs::create_dir_all(home.config().parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        home.config(),
+        "{\n  // mine\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}},\n}\n",
+    )
+    .expect("write");
+    let limit = std::time::Duration::from_secs(60);
+    let (out, took) = run_bounded(
+        &home,
+        &["import", "--from", "claude-code", "--write"],
+        limit,
+    );
+    println!("import of 40000 entries with --write: {took:?}");
+    assert!(
+        out.status.success(),
+        "took {took:?} (limit {limit:?}); stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(home.config()).expect("read");
+    assert!(text.contains("  // mine\n"), "comment kept");
+    let loaded = config::parse(&text, &home.config(), &|_| None).expect("loads");
+    assert_eq!(loaded.servers.len(), 40_001);
+}
+
+#[test]
+fn import_escapes_control_characters_in_entry_names() {
+    let home = Home::new();
+    let evil = "evil\u{1b}[2J\u{1b}[1A\nfake line\u{202e}gnp.exe";
+    let file = serde_json::json!({"mcpServers": {evil: {"command": "tool\u{7}"}}});
+    std::fs::write(home.path(".cursor/mcp.json"), file.to_string()).expect("write");
+    let out = home.ok(&["import", "--from", "cursor"]);
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}') && !out.contains('\u{7}'),
+        "{out:?}"
+    );
+    assert!(!out.contains("\nfake line"), "{out}");
+    assert!(
+        out.contains("evil\\u{1b}[2J\\u{1b}[1A\\u{a}fake line\\u{202e}gnp.exe"),
+        "{out}"
+    );
+}
+
+/// An edit made to codemcp's config while import was running (after it read
+/// the file, before it wrote) is not overwritten: import refuses.
+#[test]
+fn import_write_refuses_a_file_changed_since_read() {
+    use std::io::BufRead;
+    let home = Home::new();
+    // Enough entries that what import prints fills the pipe we stop reading:
+    // it then waits between reading the config and writing it.
+    std::fs::write(home.path(".cursor/mcp.json"), many_servers(3_000)).expect("write");
+    std::fs::create_dir_all(home.config().parent().expect("parent")).expect("mkdir");
+    std::fs::write(home.config(), "{\"mcpServers\": {}}\n").expect("write");
+    let mut child = std::process::Command::new(bin())
+        .args(["import", "--from", "cursor", "--write"])
+        .env("HOME", home.dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEMCP_CONFIG")
+        .env("CODEMCP_FALLBACK", "none")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("codemcp runs");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.starts_with("codemcp config:") {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "no config line"
+        );
+    }
+    // The config was read; another program edits it now.
+    let theirs = "{\"mcpServers\": {\"theirs\": {\"command\": \"their-tool\"}}}\n";
+    std::fs::write(home.config(), theirs).expect("edit");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "import wrote over the edit");
+    assert!(stderr.contains("changed since import read it"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(home.config()).expect("read"),
+        theirs
+    );
+}

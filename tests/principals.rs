@@ -265,3 +265,92 @@ async fn a_wrong_or_removed_token_is_turned_away() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Another local user who may write the tokens file may add a principal of
+/// their own: the gateway refuses to start on such a file, and says how to
+/// fix it.
+#[test]
+fn world_writable_tokens_file_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("root");
+    let tokens = root.path().join("tokens.json");
+    support::token(&tokens, "add", "alice");
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let config = root.path().join("mcp.json");
+    std::fs::write(&config, r#"{"mcpServers": {}}"#).unwrap();
+    let mut child = std::process::Command::new(support::bin())
+        .arg("--config")
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("CODEMCP_HTTP_TOKENS", &tokens)
+        .env("XDG_STATE_HOME", root.path().join("state"))
+        .env("CODEMCP_FALLBACK", "none")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn codemcp serve --http");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the gateway served a tokens file that anyone may write");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("writable by group or others") && stderr.contains("chmod 600"),
+        "{stderr}"
+    );
+}
+
+/// `token add` run 16 times at once: every token it printed authenticates,
+/// none lost to another run's write.
+#[test]
+fn parallel_token_adds_all_work() {
+    let root = tempfile::tempdir().expect("root");
+    let tokens = root.path().join("conf/tokens.json");
+    let children: Vec<_> = (0..16)
+        .map(|i| {
+            std::process::Command::new(support::bin())
+                .args(["token", "add", &format!("user{i}")])
+                .env("CODEMCP_HTTP_TOKENS", &tokens)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn codemcp token add")
+        })
+        .collect();
+    let mut printed = Vec::new();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        printed.push((i, String::from_utf8(out.stdout).unwrap().trim().to_owned()));
+    }
+    let principals = codemcp::principals::Principals::load(&tokens).expect("loads");
+    for (i, token) in &printed {
+        let who = principals.authenticate(token).map(|p| p.name.clone());
+        assert_eq!(
+            who.as_deref(),
+            Some(format!("user{i}").as_str()),
+            "user{i}'s token"
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(root.path().join("conf"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "tokens.json" && name != "tokens.json.lock")
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}

@@ -770,3 +770,39 @@ async fn a_write_lock_held_by_another_process_is_waited_for_not_failed() {
     let stored = store.load(&h).await.expect("load").expect("stored");
     assert_eq!(stored.snapshot.payload, b"after the other writer");
 }
+
+/// `session.key` replaced by a FIFO hung the gateway at start with no log
+/// line: now it is refused at once, saying what it is.
+#[test]
+fn session_key_fifo_fails_fast_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new("mkfifo")
+        .arg(dir.path().join("session.key"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let state = dir.path().to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(SealKey::from_setting(None, &state).map(|_| ()));
+    });
+    let result = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("reading session.key returned instead of blocking on the FIFO");
+    let err = result.expect_err("a FIFO is not a key").to_string();
+    assert!(err.contains("a FIFO, not a regular file"), "{err}");
+}
+
+/// A key file others may write lets them forge session records.
+#[test]
+fn session_key_writable_by_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    SealKey::from_setting(None, dir.path()).unwrap();
+    let key = dir.path().join("session.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = SealKey::from_setting(None, dir.path())
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("chmod 600"), "{err}");
+}

@@ -55,12 +55,60 @@ pub fn append_servers(text: &str, entries: &[(String, Value)]) -> Result<String,
         Layout::McpServers => "mcpServers",
         Layout::OpenCode => "mcp",
     };
+    if entries.is_empty() {
+        return Ok(text.to_owned());
+    }
     let (root, object) = parse(text)?;
     let section = object.object_value_or_set(key);
-    for (name, value) in entries {
-        section.append(name, input(value));
-    }
-    Ok(root.to_string())
+    // One placeholder goes in through the syntax tree (which places it and
+    // its commas as the file's style wants), then the entries replace its
+    // text. Appending each entry to the tree costs the section's size every
+    // time: 40,000 entries took minutes.
+    let marker = format!(
+        "codemcp-import-{:016x}",
+        u64::from_le_bytes(crate::exec::store::random_bytes::<8>())
+    );
+    section.append(&marker, CstInputValue::Null);
+    let out = root.to_string();
+    let placeholder = format!("\"{marker}\": null");
+    let Some(at) = out.find(&placeholder) else {
+        return Err("the server list could not be edited".to_owned());
+    };
+    let line_start = out[..at].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &out[line_start..at];
+    let text = if indent.chars().all(char::is_whitespace) {
+        entries_text(entries, indent, true)
+    } else {
+        entries_text(entries, "", false)
+    };
+    Ok(format!(
+        "{}{text}{}",
+        &out[..at],
+        &out[at + placeholder.len()..]
+    ))
+}
+
+/// `"name": value` for each entry, separated by commas: one per line at
+/// `indent` (values pretty-printed under it), or on one line.
+fn entries_text(entries: &[(String, Value)], indent: &str, multiline: bool) -> String {
+    let separator = if multiline {
+        format!(",\n{indent}")
+    } else {
+        ", ".to_owned()
+    };
+    let value_text = |value: &Value| {
+        if multiline {
+            let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+            pretty.replace('\n', &format!("\n{indent}"))
+        } else {
+            value.to_string()
+        }
+    };
+    entries
+        .iter()
+        .map(|(name, value)| format!("{}: {}", Value::from(name.as_str()), value_text(value)))
+        .collect::<Vec<_>>()
+        .join(&separator)
 }
 
 /// `text` with the object at `key` replaced by `{name: value}`.

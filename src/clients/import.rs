@@ -7,7 +7,7 @@
 //! An entry identical to one already in codemcp's config, or to one being
 //! added from another client, is not added again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -47,6 +47,14 @@ pub struct Item {
 pub struct Existing {
     pub names: BTreeSet<String>,
     pub servers: Vec<(String, Server)>,
+    /// `servers` by [`key`], so finding an identical one is a lookup.
+    index: HashMap<String, Vec<usize>>,
+}
+
+/// A key identical servers share (their config entry as JSON): comparing
+/// against every entry made import quadratic in the number of entries.
+fn key(server: &Server) -> String {
+    server.to_mcp_servers().to_string()
 }
 
 impl Existing {
@@ -66,6 +74,11 @@ impl Existing {
         for entry in entries {
             existing.names.insert(entry.name.clone());
             if let Ok(server) = entry.server {
+                existing
+                    .index
+                    .entry(key(&server))
+                    .or_default()
+                    .push(existing.servers.len());
                 existing.servers.push((entry.name, server));
             }
         }
@@ -75,8 +88,10 @@ impl Existing {
     /// The name of an entry identical to `server`, if there is one.
     #[must_use]
     pub fn holding(&self, server: &Server) -> Option<&str> {
-        self.servers
+        self.index
+            .get(&key(server))?
             .iter()
+            .map(|&i| &self.servers[i])
             .find(|(_, s)| s == server)
             .map(|(name, _)| name.as_str())
     }
@@ -103,6 +118,7 @@ pub fn is_self(server: &Server, guard: &SelfBinaries) -> bool {
 pub fn plan(found: &[Found], existing: &Existing, guard: &SelfBinaries) -> Vec<Item> {
     let mut items = Vec::new();
     let mut adding: Vec<(Client, String, Server)> = Vec::new();
+    let mut adding_index: HashMap<String, Vec<usize>> = HashMap::new();
     for file in found {
         for entry in &file.listing.entries {
             let outcome = match &entry.server {
@@ -112,12 +128,19 @@ pub fn plan(found: &[Found], existing: &Existing, guard: &SelfBinaries) -> Vec<I
                     Some(name) => Outcome::Present {
                         name: name.to_owned(),
                     },
-                    None => match adding.iter().find(|(_, _, s)| s == server) {
+                    None => match adding_index
+                        .get(&key(server))
+                        .and_then(|at| at.iter().map(|&i| &adding[i]).find(|a| a.2 == *server))
+                    {
                         Some((client, name, _)) => Outcome::Duplicate {
                             client: *client,
                             name: name.clone(),
                         },
                         None => {
+                            adding_index
+                                .entry(key(server))
+                                .or_default()
+                                .push(adding.len());
                             adding.push((file.client, entry.name.clone(), server.clone()));
                             Outcome::Add {
                                 name: entry.name.clone(),
@@ -142,10 +165,14 @@ pub fn plan(found: &[Found], existing: &Existing, guard: &SelfBinaries) -> Vec<I
 /// Gives `NAME_CLIENT` to every added entry whose name is taken, in
 /// codemcp's config or by another added entry.
 fn rename_clashes(items: &mut [Item], existing: &Existing, adding: &[(Client, String, Server)]) {
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for (_, name, _) in adding {
+        *uses.entry(name.as_str()).or_default() += 1;
+    }
     let clashes = |name: &str| {
-        existing.names.contains(name) || adding.iter().filter(|(_, n, _)| n == name).count() > 1
+        existing.names.contains(name) || uses.get(name).is_some_and(|&count| count > 1)
     };
-    let mut taken: BTreeSet<String> = existing.names.clone();
+    let mut taken: HashSet<String> = existing.names.iter().cloned().collect();
     taken.extend(
         adding
             .iter()
@@ -171,40 +198,72 @@ fn rename_clashes(items: &mut [Item], existing: &Existing, adding: &[(Client, St
     }
 }
 
+/// `println!`, with what the files say shown escaped ([`shown`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", shown(&format!($($arg)*)))
+    };
+}
+
+/// `text` with control characters (an escape sequence that would recolour
+/// or rewrite the terminal, a newline that would fake a line) and bidi and
+/// invisible characters (that would reorder or hide what is shown) written
+/// as `\u{..}`, so an entry's name is shown as it is.
+#[must_use]
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{061c}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                format!("\\u{{{:x}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Prints one line per entry, with its notes under it.
 fn print_items(items: &[Item]) {
     for item in items {
         let from = format!("{}: {}", item.client.name(), item.name);
         match &item.outcome {
             Outcome::Add { name, server } if *name == item.name => {
-                println!("  + {name:<20} ({from})  {}", server.summary());
+                say!("  + {name:<20} ({from})  {}", server.summary());
             }
-            Outcome::Add { name, server } => println!(
+            Outcome::Add { name, server } => say!(
                 "  + {name:<20} ({from}; renamed: \"{}\" is taken by a different server)  {}",
                 item.name,
                 server.summary()
             ),
             Outcome::Present { name } => {
-                println!(
+                say!(
                     "  = {:<20} ({from}) already in codemcp's config as \"{name}\"",
                     item.name
                 );
             }
-            Outcome::Duplicate { client, name } => println!(
+            Outcome::Duplicate { client, name } => say!(
                 "  = {:<20} ({from}) same as {}'s \"{name}\"",
                 item.name,
                 client.name()
             ),
             Outcome::SelfReference => {
                 tracing::warn!(target: "codemcp::import", client = item.client.name(), server = %item.name, "skipping a server entry that launches codemcp itself");
-                println!("  - {:<20} ({from}) skipped: {SELF_REFERENCE}", item.name);
+                say!("  - {:<20} ({from}) skipped: {SELF_REFERENCE}", item.name);
             }
             Outcome::Unusable(reason) => {
-                println!("  ! {:<20} ({from}) not importable: {reason}", item.name);
+                say!("  ! {:<20} ({from}) not importable: {reason}", item.name);
             }
         }
         for note in &item.notes {
-            println!("      note: {note}");
+            say!("      note: {note}");
         }
     }
 }
@@ -219,24 +278,24 @@ fn find(from: Option<Client>) -> Result<Vec<Found>, String> {
         };
         match read_client(client, &path) {
             Ok(Some(file)) => {
-                println!(
+                say!(
                     "{:<15} {} ({} servers)",
                     client.name(),
                     path.display(),
                     file.listing.entries.len()
                 );
                 for note in &file.listing.notes {
-                    println!("      note: {note}");
+                    say!("      note: {note}");
                 }
                 found.push(file);
             }
             Ok(None) if from.is_some() => {
                 return Err(format!("no {} config at {}", client.name(), path.display()));
             }
-            Ok(None) => println!("{:<15} {}: not found", client.name(), path.display()),
+            Ok(None) => say!("{:<15} {}: not found", client.name(), path.display()),
             Err(err) if from.is_some() => return Err(error_chain(&err)),
             // One unreadable file does not hide the others' servers.
-            Err(err) => println!("{:<15} skipped: {}", client.name(), error_chain(&err)),
+            Err(err) => say!("{:<15} skipped: {}", client.name(), error_chain(&err)),
         }
     }
     Ok(found)
@@ -257,15 +316,39 @@ pub(super) fn error_chain(err: &dyn std::error::Error) -> String {
 /// # Errors
 /// When it exists but cannot be read or parsed.
 pub fn read_own(path: &Path) -> Result<Option<(String, Existing)>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
+    match read_text(path)? {
+        Some(text) => {
             let existing = Existing::parse(&text)
                 .map_err(|message| format!("{}: {message}", path.display()))?;
             Ok(Some((text, existing)))
         }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(format!("cannot read {}: {err}", path.display())),
+        None => Ok(None),
     }
+}
+
+/// The text of codemcp's config (a regular file of a config's size); `None`
+/// when there is none.
+fn read_text(path: &Path) -> Result<Option<String>, String> {
+    match crate::secure_file::read_trusted_text(path, &super::CONFIG_RULES) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.is_missing() => Ok(None),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// Refuses to write when `path` no longer holds `read` (what the plan was
+/// made from): another program (an editor, another import) changed it, and
+/// writing would throw that change away.
+fn unchanged_since_read(path: &Path, read: Option<&str>) -> Result<(), String> {
+    if read_text(path)?.as_deref() == read {
+        return Ok(());
+    }
+    tracing::warn!(target: "codemcp::import", path = %path.display(), "config changed while import ran; not written");
+    Err(format!(
+        "not written: {} changed since import read it (another program edited it); \
+         nothing of that edit was lost. Run `codemcp import --write` again",
+        path.display()
+    ))
 }
 
 /// `codemcp import [--from CLIENT] [--write]`.
@@ -332,10 +415,14 @@ fn write_servers(
     config::parse(&text, path, &|_| None).map_err(|err| {
         format!("not written: the result would not load ({err}); please report this")
     })?;
+    unchanged_since_read(path, own)?;
     if own.is_some() {
         let backup = edit::back_up(path).map_err(|e| error_chain(&e))?;
         println!("backup: {}", backup.display());
     }
+    // Checked again just before the swap, so the window for a lost edit is
+    // the rename alone.
+    unchanged_since_read(path, own)?;
     edit::write_atomic(path, &text).map_err(|e| error_chain(&e))
 }
 

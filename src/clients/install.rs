@@ -135,13 +135,14 @@ pub fn run(config: &ConfigPath, client: Client, undo: bool) -> Result<ExitCode, 
             client.name()
         ));
     }
-    let text = std::fs::read_to_string(&path).map_err(|err| {
-        format!(
-            "cannot read {}'s config {}: {err}",
-            client.name(),
-            path.display()
-        )
-    })?;
+    let text =
+        crate::secure_file::read_trusted_text(&path, &super::CONFIG_RULES).map_err(|err| {
+            format!(
+                "cannot read {}'s config {}: {err}",
+                client.name(),
+                path.display()
+            )
+        })?;
     let own_path = config
         .path()
         .ok_or("no config file location: set HOME, CODEMCP_CONFIG or --config")?;

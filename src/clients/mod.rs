@@ -110,22 +110,31 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// Not a regular file, or too large to be a config.
+    #[error(transparent)]
+    Unsafe(#[from] crate::secure_file::UnsafeFile),
 }
+
+/// A client config grants nothing, so anyone may own it and a symlink
+/// (dotfiles) is followed; but only a regular file of a config's size is
+/// read (`~/.claude.json` keeps history and grows to tens of MB).
+pub const CONFIG_RULES: crate::secure_file::Rules = crate::secure_file::Rules {
+    what: "the config file",
+    max_bytes: 64 << 20,
+    follow_symlink: true,
+    owner: crate::secure_file::Owner::Anyone,
+    private_writes: false,
+};
 
 /// Reads `client`'s file at `path`; `Ok(None)` when there is none.
 ///
 /// # Errors
 /// The file exists but cannot be read or is not in the client's format.
 pub fn read_client(client: Client, path: &Path) -> Result<Option<Found>, ClientError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::secure_file::read_trusted_text(path, &CONFIG_RULES) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ClientError::Read {
-                path: path.to_owned(),
-                source,
-            });
-        }
+        Err(err) if err.is_missing() => return Ok(None),
+        Err(err) => return Err(err.into()),
     };
     let listing = client.read(&text).map_err(|message| ClientError::Format {
         path: path.to_owned(),

@@ -451,8 +451,15 @@ impl<'de> Visitor<'de> for Section<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // A set, not a scan of `entries` per name: that made loading (and
+        // `import`, which loads what it would write) quadratic.
+        let mut seen: std::collections::HashSet<String> = self
+            .entries
+            .iter()
+            .map(|entry| entry.name.clone())
+            .collect();
         while let Some(name) = map.next_key::<String>()? {
-            if self.entries.iter().any(|entry| entry.name == name) {
+            if !seen.insert(name.clone()) {
                 return Err(de::Error::custom(format_args!(
                     "duplicate server name \"{name}\""
                 )));

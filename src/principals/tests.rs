@@ -81,3 +81,43 @@ fn a_token_added_while_serving_works_without_a_restart() {
     std::thread::sleep(RECHECK + Duration::from_millis(50));
     assert_eq!(principals.authenticate(&later).unwrap().name, "later");
 }
+
+#[test]
+fn a_principal_added_by_another_user_to_a_writable_file_is_not_reloaded() {
+    let path = temp_file("writable");
+    let alice = add_token(&path, "alice").unwrap();
+    let principals = Principals::load(&path).unwrap();
+    // Someone makes the file world-writable and adds themselves.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+    let mallory_token = "mallory-token";
+    let body = serde_json::json!({"principals": {
+        "alice": {"sha256": hex(&token_digest(&alice))},
+        "mallory": {"sha256": hex(&token_digest(mallory_token))},
+    }});
+    fs::write(&path, body.to_string()).unwrap();
+    std::thread::sleep(RECHECK + Duration::from_millis(200));
+    assert!(principals.authenticate(mallory_token).is_none());
+    assert_eq!(principals.authenticate(&alice).unwrap().name, "alice");
+    let err = Principals::load(&path).unwrap_err().to_string();
+    assert!(err.contains("chmod 600"), "{err}");
+}
+
+#[test]
+fn a_tokens_file_that_is_a_fifo_or_another_users_is_refused() {
+    let path = temp_file("fifo");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = Principals::load(&path).unwrap_err().to_string();
+    assert!(err.contains("a FIFO"), "{err}");
+    fs::remove_file(&path).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        add_token(&path, "alice").unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = Principals::load(&path).unwrap_err().to_string();
+        assert!(err.contains("owned by uid 65534"), "{err}");
+    }
+}

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::StoreError;
 use super::handle::random_bytes;
+use crate::secure_file;
 
 /// Shortest `CODEMCP_SESSION_KEY` accepted: 32 characters, so even a key of
 /// letters and digits carries well over 128 bits when chosen at random.
@@ -63,10 +64,10 @@ impl SealKey {
         if let Some(dir) = path.parent() {
             create_private_dir(dir).map_err(|e| config("cannot create the directory of", e))?;
         }
-        match fs::read(path) {
+        match read_key_file(path) {
             Ok(bytes) => return Self::from_file_bytes(path, &bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(config("cannot read session key", e)),
+            Err(e) if e.is_missing() => {}
+            Err(e) => return Err(StoreError::Config(e.to_string())),
         }
         match publish_new_key(path) {
             Ok(key) => {
@@ -75,7 +76,7 @@ impl SealKey {
             }
             // Another process created it first: use theirs, so both agree.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                let bytes = fs::read(path).map_err(|e| config("cannot read session key", e))?;
+                let bytes = read_key_file(path).map_err(|e| StoreError::Config(e.to_string()))?;
                 Self::from_file_bytes(path, &bytes)
             }
             Err(e) => Err(config("cannot create session key", e)),
@@ -97,6 +98,22 @@ impl SealKey {
         }
         Ok(Self(key))
     }
+}
+
+/// Whoever can write the key can forge session records: it is read only
+/// when it is a regular file of yours, not writable by others, and never
+/// through a symlink or from a FIFO (which would hang the start).
+const KEY_RULES: secure_file::Rules = secure_file::Rules {
+    what: "the session key",
+    // Bigger than a key, so a wrong size gets its own message below.
+    max_bytes: 4096,
+    follow_symlink: false,
+    owner: secure_file::Owner::Me,
+    private_writes: true,
+};
+
+fn read_key_file(path: &Path) -> Result<Vec<u8>, secure_file::UnsafeFile> {
+    secure_file::read_trusted(path, &KEY_RULES)
 }
 
 /// Writes a fresh key next to `path` and links it into place. The link

@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +17,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::OAuthError;
+use crate::secure_file;
+
+/// A token file is a login: read only when it is a regular file of yours
+/// that nobody else could have written (codemcp never makes it a symlink).
+const TOKEN_RULES: secure_file::Rules = secure_file::Rules {
+    what: "the OAuth token file",
+    max_bytes: 1 << 20,
+    follow_symlink: false,
+    owner: secure_file::Owner::Me,
+    private_writes: true,
+};
 
 /// What one token file holds. (No `Debug`: it holds secrets.)
 #[derive(Clone, Default, Serialize, Deserialize)]
@@ -93,17 +104,27 @@ impl TokenStore {
     }
 
     /// The file's contents; `None` when there is none. A file owned by
-    /// another user is refused; one others may read is made 0600 (with a
-    /// warning, since its tokens may have leaked).
+    /// another user, writable by others, a symlink or not a regular file is
+    /// refused; one others may only read is made 0600 (with a warning,
+    /// since its tokens may have leaked).
     pub fn read(&self) -> Result<Option<TokenFile>, OAuthError> {
-        let meta = match fs::symlink_metadata(&self.path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(self.failed("cannot read", &e)),
+        let refused = |e: secure_file::UnsafeFile| OAuthError::Store {
+            path: self.path.clone(),
+            message: format!(
+                "{e}; or remove it and run `codemcp auth login {}`",
+                self.server
+            ),
         };
-        self.check_owner_and_mode(&meta)?;
-        let text = fs::read_to_string(&self.path).map_err(|e| self.failed("cannot read", &e))?;
-        let file: TokenFile = serde_json::from_str(&text).map_err(|e| OAuthError::Store {
+        let opened =
+            secure_file::open_trusted(&self.path, &TOKEN_RULES, fs::OpenOptions::new().read(true));
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.is_missing() => return Ok(None),
+            Err(e) => return Err(refused(e)),
+        };
+        self.make_private(&file)?;
+        let bytes = secure_file::read_opened(file, &self.path, &TOKEN_RULES).map_err(refused)?;
+        let file: TokenFile = serde_json::from_slice(&bytes).map_err(|e| OAuthError::Store {
             path: self.path.clone(),
             message: format!(
                 "is not a codemcp token file ({e}); delete it with `codemcp auth logout {}`",
@@ -113,22 +134,13 @@ impl TokenStore {
         Ok(Some(file))
     }
 
-    fn check_owner_and_mode(&self, meta: &fs::Metadata) -> Result<(), OAuthError> {
-        let me = nix::unistd::geteuid().as_raw();
-        if !meta.file_type().is_file() || meta.uid() != me {
-            return Err(OAuthError::Store {
-                path: self.path.clone(),
-                message: format!(
-                    "is not a regular file owned by you (owner uid {}, you are {me}); refusing to use it. \
-                     Remove it, then run `codemcp auth login {}`",
-                    meta.uid(),
-                    self.server
-                ),
-            });
-        }
+    fn make_private(&self, file: &fs::File) -> Result<(), OAuthError> {
+        let meta = file
+            .metadata()
+            .map_err(|e| self.failed("cannot read", &e))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            fs::set_permissions(&self.path, fs::Permissions::from_mode(0o600))
+            file.set_permissions(fs::Permissions::from_mode(0o600))
                 .map_err(|e| self.failed("cannot chmod 600", &e))?;
             tracing::warn!(
                 target: "codemcp::oauth",

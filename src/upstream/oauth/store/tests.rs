@@ -82,10 +82,7 @@ async fn a_token_file_that_is_a_symlink_or_someone_elses_is_refused() {
         .err()
         .expect("a symlink is refused")
         .to_string();
-    assert!(
-        refused.contains("not a regular file owned by you"),
-        "{refused}"
-    );
+    assert!(refused.contains("is a symlink"), "{refused}");
     assert!(
         store.load().await.is_err(),
         "rmcp sees a store error, not 'no login'"
@@ -100,8 +97,23 @@ async fn a_token_file_that_is_a_symlink_or_someone_elses_is_refused() {
             .err()
             .expect("foreign file refused")
             .to_string();
-        assert!(refused.contains("owner uid 65534"), "{refused}");
+        assert!(refused.contains("owned by uid 65534"), "{refused}");
     }
+}
+
+#[tokio::test]
+async fn a_token_file_writable_by_others_is_refused_not_repaired() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = TokenStore::in_dir(dir.path(), "remote", "https://mcp.example.com/mcp");
+    store.save(credentials("a")).await.expect("saves");
+    fs::set_permissions(store.path(), fs::Permissions::from_mode(0o666)).expect("chmod");
+    let refused = store.read().err().expect("refused").to_string();
+    assert!(refused.contains("chmod 600"), "{refused}");
+    assert_eq!(
+        mode(store.path()),
+        0o666,
+        "left for the operator to look at"
+    );
 }
 
 fn nix_chown(path: &Path, uid: u32) {
