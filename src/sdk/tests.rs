@@ -324,11 +324,14 @@ fn instructions_name_the_servers_still_connecting() {
     let sdk = Sdk::build(&catalog(3)).with_connecting(vec![Connecting {
         server: "late".into(),
         since: std::time::Instant::now(),
+        reason: None,
+        remembered: 0,
     }]);
     let text = sdk.instructions(usize::MAX);
     assert!(text.contains("\nlate (connecting)"), "{text}");
     assert!(text.chars().count() <= HEAD_CHARS, "{text}");
-    assert!(!sdk.description(usize::MAX).contains("late"));
+    // The description names it too, after the head (issue 25: the agent is told).
+    assert!(sdk.description(usize::MAX).contains("late"));
 }
 
 #[test]
