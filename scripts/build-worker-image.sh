@@ -113,12 +113,12 @@ docker run --name "$STAGE" --user 0:0 --network none "$STAGE:base" \
   "python$PY" -m compileall -q -j 0 "/usr/lib/python$PY" "/usr/local/lib/python$PY/dist-packages" /opt/codemcp \
   >/dev/null || true  # a few test modules do not compile; the rest does
 # The suite's current version must still be CPython $PY (see the fallback above).
-docker run --rm --network none "$STAGE:base" "python$PY" -c "import sys; assert sys.version_info[:2] == ($PY_TUPLE), sys.version"
+PY_VERSION="$(docker run --rm --network none "$STAGE:base" "python$PY" -c "import sys; assert sys.version_info[:2] == ($PY_TUPLE), sys.version; print(sys.version.split()[0])")"
 docker commit \
   -c 'USER 65534:65534' \
   -c 'ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1' \
   -c 'CMD ["python3", "-u", "/opt/codemcp/bootstrap.py"]' \
-  -c "LABEL codemcp.bootstrap.sha256=$BOOTSTRAP_SHA codemcp.recipe.sha256=$RECIPE_SHA codemcp.websockets=$WEBSOCKETS_PIN codemcp.debs=\"$DEB_VERSIONS\"" \
+  -c "LABEL codemcp.bootstrap.sha256=$BOOTSTRAP_SHA codemcp.recipe.sha256=$RECIPE_SHA codemcp.websockets=$WEBSOCKETS_PIN codemcp.python=$PY_VERSION codemcp.debs=\"$DEB_VERSIONS\"" \
   "$STAGE" "$IMAGE" >/dev/null
 
 # Smoke test with the hardening the gateway uses.
