@@ -277,11 +277,14 @@ class ToolFunction:
         return f"<tool function {self.__name__}>"
 
     def __call__(self, *args, **kwargs):
+        return with_headroom(self._call, args, kwargs)
+
+    def _call(self, args, kwargs):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return self._finish(self._start(args, kwargs))
-        if not self._session.wants_future(sys._getframe(1)):
+        if not self._session.wants_future(sys._getframe(3)):
             # A plain call in async code: its value, as an ordinary function gives.
             return self._finish(self._start(args, kwargs))
         return self._awaitable(args, kwargs)
@@ -345,6 +348,9 @@ RESOURCE_FUNCTIONS = {
 def make_search_tools(channel):
     def search_tools(query, limit=10):
         """Tools whose name or docs match `query`: [{name, signature, summary}]."""
+        return with_headroom(search, query, limit)
+
+    def search(query, limit):
         if not isinstance(query, str):
             raise TypeError("search_tools(query: str, limit: int = 10) needs a query string")
         if not isinstance(limit, int) or isinstance(limit, bool):
@@ -362,6 +368,9 @@ def make_search_tools(channel):
 def make_describe_tool(channel):
     def describe_tool(name):
         """A tool's full docs and JSON Schemas."""
+        return with_headroom(describe, name)
+
+    def describe(name):
         if not isinstance(name, str):
             raise TypeError("describe_tool(name: str) needs a tool name")
         try:
@@ -653,6 +662,24 @@ def pad(frames, call):
     if frames <= 0:
         return call()
     return pad(frames - 1, call)
+
+
+WORKER_HEADROOM = 100
+
+
+def with_headroom(call, *args):
+    """Worker code a snippet calls (a tool call) gets frames beyond the
+    snippet's own limit: a snippet at `setrecursionlimit(10)` can still call a
+    tool, which is one call in its code."""
+    before = _getrecursionlimit()
+    needed = frame_depth() + WORKER_HEADROOM
+    if before >= needed:
+        return call(*args)
+    _setrecursionlimit(needed)
+    try:
+        return call(*args)
+    finally:
+        _setrecursionlimit(before)
 
 
 def with_session_limit(session, call):
