@@ -140,9 +140,9 @@ pub async fn status(image: &str) -> DockerStatus {
         _ => "CPython version unknown (no codemcp.python label)".to_owned(),
     };
     let image = match image_bootstrap(&docker, image).await {
-        Ok(Some(label)) if label == super::bootstrap_sha256() => {
-            Ok(format!("{image} ({python}; worker code matches this build)"))
-        }
+        Ok(Some(label)) if label == super::bootstrap_sha256() => Ok(format!(
+            "{image} ({python}; worker code matches this build)"
+        )),
         Ok(_) => Ok(format!(
             "{image} ({python}; its worker code differs from this build's: it is passed on the command line; rebuild with scripts/build-worker-image.sh)"
         )),
