@@ -16,7 +16,12 @@ if [ -x "$PY" ] && [ "$("$PY" -c "import websockets; print(websockets.__version_
 fi
 BASE="${CODEMCP_BASE_PYTHON:-}"
 if [ -z "$BASE" ]; then
-  if command -v python3.14 >/dev/null 2>&1; then BASE=python3.14; else BASE=python3; fi
+  # Debian's python3.14 needs python3.14-venv for `-m venv`; without it, python3.
+  if command -v python3.14 >/dev/null 2>&1 && python3.14 -c 'import ensurepip, venv' 2>/dev/null; then
+    BASE=python3.14
+  else
+    BASE=python3
+  fi
 fi
 if [ "$("$BASE" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != 3.14 ]; then
   echo "install-worker-python: $BASE is not CPython 3.14 (Monty's version); using it as the fallback" >&2
