@@ -35,7 +35,7 @@ CODEMCP_MONTY_BIN="$(scripts/install-monty-worker.sh "$root/.deps/monty-runtime"
 # CPython on the host, and in Docker when the engine answers and the image exists.
 CODEMCP_PYTHON="$(scripts/install-worker-python.sh "$root/.deps/worker-python")"
 export CODEMCP_MONTY_BIN CODEMCP_PYTHON
-if docker image inspect "${CODEMCP_DOCKER_IMAGE:-codemcp-worker:1}" >/dev/null 2>&1; then
+if docker image inspect "${CODEMCP_DOCKER_IMAGE:-codemcp-worker:2}" >/dev/null 2>&1; then
     latency_args+=(--docker)
 fi
 

@@ -430,6 +430,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
             settings.cpython.docker_image
         ),
     }
+    print_python_versions(settings).await;
     let docker_usable = matches!(status.image, Some(Ok(_)));
     let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
         (Isolation::HostSystem, _) => {
@@ -455,6 +456,29 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
     };
     println!("cpython fallback: {fallback}");
+}
+
+/// Monty's CPython target beside the host workers' actual CPython (the
+/// image's is on the `docker image` line), so a mismatch is seen.
+async fn print_python_versions(settings: &Settings) {
+    let target = crate::exec::worker::MONTY_CPYTHON;
+    println!("python: Monty follows CPython {target}");
+    let python = crate::exec::worker::find_python(settings.cpython.python.as_deref());
+    match crate::exec::worker::host_python_version(&python).await {
+        Ok(version) => {
+            let same = version == target || version.starts_with(&format!("{target}."));
+            println!(
+                "host worker python: {} (CPython {version}{})",
+                python.display(),
+                if same {
+                    ""
+                } else {
+                    "; differs from Monty's: answers may change when a run escalates"
+                }
+            );
+        }
+        Err(e) => println!("host worker python: NOT usable: {e}"),
+    }
 }
 
 /// Every tool's effective policy, grouped by decision, per server.

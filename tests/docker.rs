@@ -851,3 +851,82 @@ async fn a_hung_engine_gives_an_error_in_bounded_time_and_runs_recover() {
         started.elapsed().as_millis()
     );
 }
+
+/// Monty follows CPython 3.14, and so does the worker image: a snippet that
+/// escalates runs the same version (3.11's worker had no itertools.batched).
+#[tokio::test]
+async fn worker_runs_the_cpython_version_monty_follows() {
+    let Some(_docker) = docker().await else {
+        return;
+    };
+    let client = Setup::new(json!({})).stdio(DOCKER_ONLY).await;
+    let ran = client.exec("import sys\nlist(sys.version_info[:2])").await;
+    assert_eq!(ran.result(), &json!([3, 14]), "{}", ran.text);
+    assert_eq!(ran.structured["engine"], "cpython-docker", "{}", ran.text);
+}
+
+/// `itertools.batched` (3.12+) works on Monty and must keep working when
+/// something else in the snippet makes it escalate.
+#[tokio::test]
+async fn itertools_batched_works_after_escalation() {
+    let Some(_docker) = docker().await else {
+        return;
+    };
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_FALLBACK", "docker")])
+        .await;
+    let ran = client
+        .exec("import itertools, statistics\n[list(b) for b in itertools.batched('abcde', 2)]")
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!([["a", "b"], ["c", "d"], ["e"]]),
+        "{}",
+        ran.text
+    );
+    assert_eq!(ran.structured["engine"], "cpython-docker", "{}", ran.text);
+}
+
+/// The worker's own frames do not count against a snippet's recursion limit,
+/// so lowering it does not kill the container's worker.
+#[tokio::test]
+async fn low_recursion_limit_does_not_kill_the_docker_worker() {
+    let Some(_docker) = docker().await else {
+        return;
+    };
+    let client = Setup::new(json!({})).stdio(DOCKER_ONLY).await;
+    let ran = client
+        .exec(
+            "import sys\nsys.setrecursionlimit(10)\ndef f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n\
+             deep = None\ntry:\n    f(50)\nexcept RecursionError:\n    deep = 'RecursionError'\n\
+             [sys.getrecursionlimit(), f(5), deep]",
+        )
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!([10, 5, "RecursionError"]),
+        "{}",
+        ran.text
+    );
+    assert_eq!(client.exec("'alive'").await.result(), "alive");
+}
+
+/// An interpreter that dies by a signal is reported as a crash. The worker is
+/// PID 1 in its container, which ignores a signal it sends itself, so the
+/// crash is a real one: abort() falls through to a fault the kernel delivers.
+#[tokio::test]
+async fn interpreter_crash_in_a_container_is_reported_as_a_crash() {
+    let Some(_docker) = docker().await else {
+        return;
+    };
+    let client = Setup::new(json!({})).stdio(DOCKER_ONLY).await;
+    let ran = client.exec("import os\nos.abort()").await;
+    let message = ran.error_message();
+    assert!(
+        message.contains("the CPython worker crashed (signal")
+            && message.contains("state was lost"),
+        "{}",
+        ran.text
+    );
+    assert_eq!(client.exec("'back'").await.result(), "back");
+}

@@ -259,3 +259,79 @@ async fn idle_workers_stop_with_their_session_state() {
     );
     assert_eq!(client.exec("1 + 1").await.result(), 2);
 }
+
+/// A snippet that lowers the recursion limit gets that many frames of its own;
+/// the worker's frames (event loop, run thread) no longer count against it, so
+/// the worker does not die ("exit code 1") as it did.
+#[tokio::test]
+async fn low_recursion_limit_does_not_kill_the_worker() {
+    let client = Setup::new(json!({})).stdio(HOST_ONLY).await;
+    let ran = client
+        .exec(
+            "import sys\nsys.setrecursionlimit(10)\ndef f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n\
+             deep = None\ntry:\n    f(50)\nexcept RecursionError:\n    deep = 'RecursionError'\n\
+             [sys.getrecursionlimit(), f(5), deep]",
+        )
+        .await;
+    assert_eq!(
+        ran.result(),
+        &json!([10, 5, "RecursionError"]),
+        "{}",
+        ran.text
+    );
+    // The limit stays the session's, as in one CPython, and the worker lives on.
+    let ran = client.exec("import sys\nsys.getrecursionlimit()").await;
+    assert_eq!(ran.result(), 10, "{}", ran.text);
+    let ran = client
+        .exec("import sys\nsys.setrecursionlimit(1000)\nimport json\njson.dumps([[1]])")
+        .await;
+    assert_eq!(ran.result(), "[[1]]", "{}", ran.text);
+}
+
+/// A segfault of the interpreter is said to be a crash, with its signal, not a
+/// generic exit code; the next run gets a fresh worker.
+#[tokio::test]
+async fn interpreter_crash_is_reported_as_a_crash() {
+    let client = Setup::new(json!({})).stdio(HOST_ONLY).await;
+    let ran = client.exec("import os\nos.kill(os.getpid(), 11)").await;
+    let message = ran.error_message();
+    assert!(
+        message.contains("crashed (signal 11, SIGSEGV)") && message.contains("state was lost"),
+        "{}",
+        ran.text
+    );
+    assert_eq!(client.exec("'back'").await.result(), "back");
+}
+
+/// `codemcp check` prints the CPython version Monty follows and the host
+/// workers' own, so a mismatch is seen before it changes an answer.
+#[test]
+fn check_prints_montys_cpython_and_the_workers() {
+    let setup = Setup::new(json!({}));
+    let python = support::worker_python();
+    let output = std::process::Command::new(support::bin())
+        .arg("--config")
+        .arg(setup.config())
+        .arg("check")
+        .env("CODEMCP_PYTHON", &python)
+        .env("CODEMCP_LOG", "warn")
+        .output()
+        .expect("run codemcp check");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("python: Monty follows CPython 3.14"),
+        "{text}"
+    );
+    let version = std::process::Command::new(&python)
+        .args(["-c", "import sys; print(sys.version.split()[0])"])
+        .output()
+        .expect("run the worker python");
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    assert!(
+        text.contains(&format!(
+            "host worker python: {} (CPython {version}",
+            python.display()
+        )),
+        "{text}"
+    );
+}

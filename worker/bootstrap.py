@@ -277,11 +277,14 @@ class ToolFunction:
         return f"<tool function {self.__name__}>"
 
     def __call__(self, *args, **kwargs):
+        return with_headroom(self._call, args, kwargs)
+
+    def _call(self, args, kwargs):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return self._finish(self._start(args, kwargs))
-        if not self._session.wants_future(sys._getframe(1)):
+        if not self._session.wants_future(sys._getframe(3)):
             # A plain call in async code: its value, as an ordinary function gives.
             return self._finish(self._start(args, kwargs))
         return self._awaitable(args, kwargs)
@@ -345,6 +348,9 @@ RESOURCE_FUNCTIONS = {
 def make_search_tools(channel):
     def search_tools(query, limit=10):
         """Tools whose name or docs match `query`: [{name, signature, summary}]."""
+        return with_headroom(search, query, limit)
+
+    def search(query, limit):
         if not isinstance(query, str):
             raise TypeError("search_tools(query: str, limit: int = 10) needs a query string")
         if not isinstance(limit, int) or isinstance(limit, bool):
@@ -362,6 +368,9 @@ def make_search_tools(channel):
 def make_describe_tool(channel):
     def describe_tool(name):
         """A tool's full docs and JSON Schemas."""
+        return with_headroom(describe, name)
+
+    def describe(name):
         if not isinstance(name, str):
             raise TypeError("describe_tool(name: str) needs a tool name")
         try:
@@ -386,6 +395,7 @@ class Session:
         self.catalog_version = None
         self.tools = {}
         self.files = []
+        self.recursion_limit = None  # set by the session's sys.setrecursionlimit
         # Per snippet file: the (line, column) of each call that wants a future.
         self.future_calls = {}
         self.namespace = {
@@ -594,6 +604,95 @@ def exact_json(value, depth=0):
     return False
 
 
+# ---------------------------------------------------------------- recursion limit
+
+# The recursion limit is the interpreter's, shared by every thread: a snippet
+# that lowers it (`sys.setrecursionlimit(10)`) must not starve the worker's own
+# frames (its event loop, the run thread). So every snippet runs exactly this
+# many frames deep, and the limit a snippet sets or reads is relative to that
+# depth: the snippet gets the frames it asked for, as in a plain CPython, and
+# the worker keeps this many for itself.
+SNIPPET_BASE_DEPTH = 200
+DEFAULT_RECURSION_LIMIT = sys.getrecursionlimit()
+_setrecursionlimit = sys.setrecursionlimit
+_getrecursionlimit = sys.getrecursionlimit
+
+
+def snippet_setrecursionlimit(limit, /):
+    if not isinstance(limit, int):
+        raise TypeError(f"'{type(limit).__name__}' object cannot be interpreted as an integer")
+    if limit < 1:
+        raise ValueError("recursion limit must be greater or equal than 1")
+    _setrecursionlimit(limit + SNIPPET_BASE_DEPTH)
+    session = _session.get()
+    if session is not None:
+        session.recursion_limit = limit
+
+
+def snippet_getrecursionlimit():
+    return max(_getrecursionlimit() - SNIPPET_BASE_DEPTH, 1)
+
+
+snippet_setrecursionlimit.__doc__ = sys.setrecursionlimit.__doc__
+snippet_getrecursionlimit.__doc__ = sys.getrecursionlimit.__doc__
+_session = contextvars.ContextVar("codemcp_session", default=None)
+
+
+def install_recursion_limit():
+    """Snippets `import sys` themselves: the module's functions are replaced."""
+    sys.setrecursionlimit = snippet_setrecursionlimit
+    sys.getrecursionlimit = snippet_getrecursionlimit
+    _setrecursionlimit(DEFAULT_RECURSION_LIMIT + SNIPPET_BASE_DEPTH)
+
+
+def frame_depth():
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+def at_base_depth(call):
+    """`call()` with its frame SNIPPET_BASE_DEPTH deep, so the snippet's
+    module frame is one deeper, as a script's is 1 deep in a plain CPython."""
+    return pad(SNIPPET_BASE_DEPTH - 1 - frame_depth(), call)
+
+
+def pad(frames, call):
+    if frames <= 0:
+        return call()
+    return pad(frames - 1, call)
+
+
+WORKER_HEADROOM = 100
+
+
+def with_headroom(call, *args):
+    """Worker code a snippet calls (a tool call) gets frames beyond the
+    snippet's own limit: a snippet at `setrecursionlimit(10)` can still call a
+    tool, which is one call in its code."""
+    before = _getrecursionlimit()
+    needed = frame_depth() + WORKER_HEADROOM
+    if before >= needed:
+        return call(*args)
+    _setrecursionlimit(needed)
+    try:
+        return call(*args)
+    finally:
+        _setrecursionlimit(before)
+
+
+def with_session_limit(session, call):
+    """Runs `call` under the session's own limit (kept across its runs, as
+    in one CPython), then gives the worker its default back."""
+    _session.set(session)
+    _setrecursionlimit((session.recursion_limit or DEFAULT_RECURSION_LIMIT) + SNIPPET_BASE_DEPTH)
+    try:
+        return at_base_depth(call)
+    finally:
+        _setrecursionlimit(DEFAULT_RECURSION_LIMIT + SNIPPET_BASE_DEPTH)
+
+
 def execute(session, code, filename):
     ns = session.namespace
     tree = ast.parse(code, filename, "exec")
@@ -609,9 +708,9 @@ def execute(session, code, filename):
     session.files.append(filename)
     ns.pop(LAST_VALUE, None)
     if compiled.co_flags & inspect.CO_COROUTINE:
-        run_coroutine(eval(compiled, ns))
+        with_session_limit(session, lambda: run_coroutine(eval(compiled, ns)))
     else:
-        exec(compiled, ns)
+        with_session_limit(session, lambda: exec(compiled, ns))
     value = ns.pop(LAST_VALUE, None)
     # As in the Monty engine (src/exec/monty/driver.rs): a snippet that ends
     # without a value but mentions `result` returns that variable.
@@ -752,6 +851,7 @@ def main():
         log("CODEMCP_CONTROL_URL and CODEMCP_WORKER_TOKEN must be set (the gateway starts this worker)")
         sys.exit(2)
     install_streams()
+    install_recursion_limit()
     code = asyncio.run(serve(url, token))
     # Snippet threads may still be running (or non-daemon): leave at once.
     sys.__stderr__.flush()

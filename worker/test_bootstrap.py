@@ -388,6 +388,17 @@ class Contract(unittest.TestCase):
         self.assertEqual(out["result"], [5, 15, {"args": [1, [2, 3]], "kwargs": {"k": ["x"]}}])
         self.assertEqual((out["stdout"], out["tool_calls"]), ("5\n", 3))
 
+    def test_a_low_recursion_limit_counts_only_the_snippets_frames(self):
+        # The worker's event loop still answers a tool call under the snippet's limit.
+        code = (
+            "import sys\nsys.setrecursionlimit(10)\ndef f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+            "deep = None\ntry:\n    f(50)\nexcept RecursionError:\n    deep = 'RecursionError'\n"
+            "[sys.getrecursionlimit(), f(5), deep, math_add(2, 3)]"
+        )
+        self.assertEqual(self.run_ok(code, "recursion")["result"], [10, 5, "RecursionError", 5])
+        self.assertEqual(self.run_ok("import sys\nsys.getrecursionlimit()", "recursion")["result"], 10)
+        self.assertEqual(self.run_ok("import sys\nsys.getrecursionlimit()", "recursion-other")["result"], 1000)
+
     def test_gather_runs_three_calls_concurrently(self):
         code = "import asyncio\nawait asyncio.gather(slow_echo(1), slow_echo(x=2), slow_echo(3))"
         started = time.monotonic()

@@ -307,7 +307,7 @@ pub struct CpythonSettings {
     pub worker_idle: Duration,
     /// The worker image (built by `scripts/build-worker-image.sh`).
     #[arg(long = "docker-image", env = "CODEMCP_DOCKER_IMAGE")]
-    #[arg(value_name = "IMAGE", default_value = "codemcp-worker:1")]
+    #[arg(value_name = "IMAGE", default_value = "codemcp-worker:2")]
     #[arg(global = true, value_parser = Lenient::new(text))]
     pub docker_image: String,
     /// Memory per worker container, swap included, with the same suffixes as

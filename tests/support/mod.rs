@@ -453,7 +453,7 @@ pub async fn http_exec(client: &HttpClient, code: &str) -> Ran {
 
 /// The worker image the Docker tests use.
 pub fn docker_image() -> String {
-    std::env::var("CODEMCP_DOCKER_IMAGE").unwrap_or_else(|_| "codemcp-worker:1".to_owned())
+    std::env::var("CODEMCP_DOCKER_IMAGE").unwrap_or_else(|_| "codemcp-worker:2".to_owned())
 }
 
 /// The Docker engine when it answers (within 5 s) and the worker image exists;

@@ -62,7 +62,7 @@ fn defaults() {
     assert_eq!(s.http.allowed_hosts, ["localhost", "127.0.0.1", "::1"]);
     assert!(s.http.allowed_origins.is_empty());
     assert!(!s.http.healthz_open);
-    assert_eq!(s.cpython.docker_image, "codemcp-worker:1");
+    assert_eq!(s.cpython.docker_image, "codemcp-worker:2");
     assert_eq!(s.cpython.docker_memory, 512 << 20);
     assert_eq!(s.cpython.docker_pids, 128);
     assert_eq!(s.cpython.docker_nano_cpus, 1_000_000_000);

@@ -35,6 +35,8 @@ pub const NETWORK: &str = "codemcp-workers";
 const BAKED_BOOTSTRAP: &str = "/opt/codemcp/bootstrap.py";
 /// The image label holding the SHA-256 of the baked bootstrap.
 const BOOTSTRAP_LABEL: &str = "codemcp.bootstrap.sha256";
+/// The image's CPython version, e.g. `3.14.8`.
+const PYTHON_LABEL: &str = "codemcp.python";
 const WORKER_LABEL: &str = "codemcp.worker";
 const HOST_LABEL: &str = "codemcp.gateway.host";
 const PID_LABEL: &str = "codemcp.gateway.pid";
@@ -98,11 +100,20 @@ async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
 
 /// The image's bootstrap label; an error when the image does not exist.
 async fn image_bootstrap(docker: &Docker, image: &str) -> Result<Option<String>, WorkerError> {
+    image_label(docker, image, BOOTSTRAP_LABEL).await
+}
+
+/// One label of the image; `Ok(None)` when it has none such.
+async fn image_label(
+    docker: &Docker,
+    image: &str,
+    label: &str,
+) -> Result<Option<String>, WorkerError> {
     match docker.inspect_image(image).await {
         Ok(inspect) => Ok(inspect
             .config
             .and_then(|c| c.labels)
-            .and_then(|mut labels| labels.remove(BOOTSTRAP_LABEL))),
+            .and_then(|mut labels| labels.remove(label))),
         Err(DockerApiError::DockerResponseServerError {
             status_code: 404, ..
         }) => Err(WorkerError::NoDockerImage {
@@ -123,12 +134,17 @@ pub async fn status(image: &str) -> DockerStatus {
             };
         }
     };
+    // Written by scripts/build-worker-image.sh: the image's own CPython.
+    let python = match image_label(&docker, image, PYTHON_LABEL).await {
+        Ok(Some(version)) => format!("CPython {version}"),
+        _ => "CPython version unknown (no codemcp.python label)".to_owned(),
+    };
     let image = match image_bootstrap(&docker, image).await {
-        Ok(Some(label)) if label == super::bootstrap_sha256() => {
-            Ok(format!("{image} (worker code matches this build)"))
-        }
+        Ok(Some(label)) if label == super::bootstrap_sha256() => Ok(format!(
+            "{image} ({python}; worker code matches this build)"
+        )),
         Ok(_) => Ok(format!(
-            "{image} (its worker code differs from this build's: it is passed on the command line; rebuild with scripts/build-worker-image.sh)"
+            "{image} ({python}; its worker code differs from this build's: it is passed on the command line; rebuild with scripts/build-worker-image.sh)"
         )),
         Err(e) => Err(e.to_string()),
     };
@@ -418,17 +434,20 @@ impl Container {
                     description: e.to_string(),
                     killed: false,
                     engine_stopped: false,
+                    crash_signal: None,
                 },
                 // The connection to the engine broke: it stopped.
                 Some(Err(e)) => Exit {
                     description: e.to_string(),
                     killed: false,
                     engine_stopped: true,
+                    crash_signal: None,
                 },
                 None => Exit {
                     description: "the container stopped".into(),
                     killed: false,
                     engine_stopped: false,
+                    crash_signal: None,
                 },
             };
             // A stopping engine kills its containers: that SIGKILL is not the
@@ -452,6 +471,10 @@ fn code_exit(code: i64) -> Exit {
         // 128 + SIGKILL
         killed: code == 137,
         engine_stopped: false,
+        // The engine reports a death by signal N as 128 + N.
+        crash_signal: i32::try_from(code - 128)
+            .ok()
+            .filter(|&s| (1..32).contains(&s) && s != libc::SIGKILL),
     }
 }
 
@@ -490,6 +513,7 @@ fn unknown_exit() -> Exit {
         description: "the container is gone".into(),
         killed: false,
         engine_stopped: false,
+        crash_signal: None,
     }
 }
 

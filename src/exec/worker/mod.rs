@@ -41,6 +41,9 @@ use super::{
 use crate::sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
+/// The CPython version whose semantics Monty follows: the worker image runs
+/// it (scripts/build-worker-image.sh), and `codemcp check` compares.
+pub const MONTY_CPYTHON: &str = "3.14";
 
 /// The worker program, baked into the binary.
 const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
@@ -134,6 +137,22 @@ pub struct WorkerEngine {
 /// `CODEMCP_PYTHON`, else `python3` on `PATH`.
 pub fn find_python(configured: Option<&std::path::Path>) -> PathBuf {
     configured.map_or_else(|| PathBuf::from("python3"), std::path::Path::to_owned)
+}
+
+/// For `codemcp check`: the version of the host workers' CPython, e.g. `3.14.8`.
+pub async fn host_python_version(python: &std::path::Path) -> Result<String, String> {
+    let mut command = tokio::process::Command::new(python);
+    command
+        .args(["-c", "import sys; print(sys.version.split()[0])"])
+        .kill_on_drop(true);
+    match tokio::time::timeout(Duration::from_secs(10), command.output()).await {
+        Ok(Ok(out)) if out.status.success() => {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        }
+        Ok(Ok(out)) => Err(format!("{}: {}", python.display(), out.status)),
+        Ok(Err(e)) => Err(format!("{}: {e}", python.display())),
+        Err(_) => Err(format!("{}: no answer within 10 s", python.display())),
+    }
 }
 
 impl WorkerEngine {

@@ -100,6 +100,17 @@ impl WorkerEngine {
                     "MemoryError",
                 )
             }
+            Some(Exit {
+                crash_signal: Some(signal),
+                ..
+            }) => lost(
+                &format!(
+                    "the CPython worker crashed (signal {signal}{}): the interpreter itself failed running this code",
+                    signal_name(signal).map_or_else(String::new, |n| format!(", {n}"))
+                ),
+                ErrorKind::Python,
+                "SystemError",
+            ),
             Some(exit) => lost(
                 &format!(
                     "the CPython worker exited ({}: sys.exit, os._exit or a crash)",
@@ -156,6 +167,19 @@ impl WorkerEngine {
         }
         execution.result = result.result.filter(|v| !v.is_null());
     }
+}
+
+/// The name of a crash signal, for the message.
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
 }
 
 pub(super) fn lost(what: &str, kind: ErrorKind, exc_type: &str) -> RunError {

@@ -53,6 +53,9 @@ pub(super) struct Exit {
     pub killed: bool,
     /// The Docker engine stopped (and took the container with it).
     pub engine_stopped: bool,
+    /// The interpreter died of this signal (not SIGKILL): a crash such as a
+    /// segfault or an abort, not an exit the snippet chose.
+    pub crash_signal: Option<i32>,
 }
 
 /// Workers as host processes: no sandbox.
@@ -110,16 +113,20 @@ impl Launched for HostProcess {
     fn exited(&mut self) -> BoxFuture<'_, Exit> {
         Box::pin(async move {
             match self.0.wait().await {
-                Ok(status) => Exit {
-                    description: status.to_string(),
-                    killed: std::os::unix::process::ExitStatusExt::signal(&status)
-                        == Some(libc::SIGKILL),
-                    engine_stopped: false,
-                },
+                Ok(status) => {
+                    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+                    Exit {
+                        description: status.to_string(),
+                        killed: signal == Some(libc::SIGKILL),
+                        engine_stopped: false,
+                        crash_signal: signal.filter(|&s| s != libc::SIGKILL),
+                    }
+                }
                 Err(e) => Exit {
                     description: e.to_string(),
                     killed: false,
                     engine_stopped: false,
+                    crash_signal: None,
                 },
             }
         })
