@@ -2,8 +2,8 @@
 //! `tests/differential/` runs on Monty in-process, Monty in the pool,
 //! CPython on the host and CPython in Docker (when the engine and the worker
 //! image are there), each in a fresh session of a real gateway with the real
-//! `odd` test server; stdout, value and error type must match CPython on the
-//! host. A run Monty hands back as unsupported would escalate to CPython in a
+//! `odd` test server; stdout, stderr, value (or why it has none) and error
+//! type must match CPython on the host. A run Monty hands back as unsupported would escalate to CPython in a
 //! real gateway: it is counted, not compared. A snippet marked
 //! `# differs: KEY` may differ, and the limitations table in docs/engines.md must
 //! explain KEY; any other difference fails the test.
@@ -27,7 +27,10 @@ struct Snippet {
 #[derive(Debug, Clone, PartialEq)]
 struct Outcome {
     stdout: String,
+    stderr: String,
     value: Value,
+    /// Why a value without a JSON form was not returned.
+    unavailable: Value,
     error_type: String,
     /// The engine gave up on the code (`unsupported`): it would escalate.
     escalates: bool,
@@ -108,7 +111,12 @@ async fn run_all(client: &Client, snippets: &[Snippet]) -> Vec<Outcome> {
             .await;
         out.push(Outcome {
             stdout: ran.stdout().to_owned(),
+            stderr: ran.structured["stderr"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
             value: ran.result().clone(),
+            unavailable: ran.structured["result_unavailable"].clone(),
             error_type: ran.error_type().to_owned(),
             escalates: ran.error_kind() == "unsupported",
         });

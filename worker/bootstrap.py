@@ -10,6 +10,7 @@ is never blocked by snippet code. Stdlib plus `websockets` only.
 import ast
 import asyncio
 import builtins
+import collections
 import concurrent.futures
 import contextvars
 import dataclasses
@@ -26,6 +27,7 @@ import re
 import sys
 import threading
 import traceback
+import warnings
 
 import websockets
 from websockets.asyncio.client import connect
@@ -75,16 +77,17 @@ _capture = contextvars.ContextVar("codemcp_capture", default=None)
 
 
 class Capture:
-    """One run's stdout+stderr, capped in UTF-8 bytes like the Monty engine."""
+    """One run's stdout and stderr, kept apart under one cap in UTF-8 bytes,
+    like the Monty engine (src/exec/monty/output.rs)."""
 
     def __init__(self, limit):
         self.limit = limit
-        self.parts = []
+        self.parts = {"stdout": [], "stderr": []}
         self.size = 0
         self.truncated = False
         self.lock = threading.Lock()
 
-    def write(self, text):
+    def write(self, stream, text):
         data = clean_text(text).encode("utf-8")
         with self.lock:
             if self.truncated:
@@ -94,23 +97,25 @@ class Capture:
                 # "ignore" drops a character cut in half at the cap.
                 data = data[: max(room, 0)]
                 self.truncated = True
-            self.parts.append(data.decode("utf-8", "ignore"))
+            self.parts[stream].append(data.decode("utf-8", "ignore"))
             self.size += len(data)
 
     def finish(self):
-        text = "".join(self.parts)
+        """`(stdout, stderr, truncated)`; the marker of dropped output ends stdout."""
+        stdout, stderr = "".join(self.parts["stdout"]), "".join(self.parts["stderr"])
         if self.truncated:
-            if text and not text.endswith("\n"):
-                text += "\n"
-            text += f"[output truncated at {self.limit} bytes]\n"
-        return text, self.truncated
+            if stdout and not stdout.endswith("\n"):
+                stdout += "\n"
+            stdout += f"[output truncated at {self.limit} bytes]\n"
+        return stdout, stderr, self.truncated
 
 
 class StreamProxy(io.TextIOBase):
     """sys.stdout/sys.stderr: writes go to the capture of the run whose
     context is current, so concurrent runs never see each other's output."""
 
-    def __init__(self, fallback):
+    def __init__(self, stream, fallback):
+        self._stream = stream
         self._fallback = fallback if fallback is not None else io.StringIO()
 
     def write(self, text):
@@ -119,7 +124,7 @@ class StreamProxy(io.TextIOBase):
         capture = _capture.get()
         if capture is None:
             return self._fallback.write(text)
-        capture.write(text)
+        capture.write(self._stream, text)
         return len(text)
 
     def flush(self):
@@ -141,8 +146,19 @@ class StreamProxy(io.TextIOBase):
         return "replace"
 
 
-STDOUT = StreamProxy(sys.__stdout__)
-STDERR = StreamProxy(sys.__stderr__)
+STDOUT = StreamProxy("stdout", sys.__stdout__)
+STDERR = StreamProxy("stderr", sys.__stderr__)
+_format_warning = warnings.formatwarning
+
+
+def format_warning(message, category, filename, lineno, line=None):
+    """Warnings (SyntaxWarning, warnings.warn) go to stderr in CPython's own
+    form, the snippet named `<snippet>` rather than by its run's number."""
+    if filename.startswith("<snippet "):
+        if line is None:
+            line = linecache.getline(filename, lineno)
+        filename = "<snippet>"
+    return _format_warning(message, category, filename, lineno, line)
 
 
 def install_streams():
@@ -150,6 +166,7 @@ def install_streams():
     sys.stderr = STDERR
     # input() ends at once instead of waiting on a stdin nobody writes to.
     sys.stdin = io.StringIO("")
+    warnings.formatwarning = format_warning
 
 
 def log(message):
@@ -169,10 +186,12 @@ def clean_text(text):
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
-def to_json(value, depth=0):
-    """A Python value as JSON, with the Monty engine's rules: tuples and sets
-    become arrays, number/bool/None keys strings, dates and decimals their
-    `str()`, dataclass instances objects of their fields."""
+def to_json(value, depth=0, within=None):
+    """A Python value as JSON, with the Monty engine's rules: tuples, sets and
+    deques become arrays, number/bool/None keys strings, dates and decimals
+    their `str()`, dataclass instances objects of their fields. Anything else
+    raises NotJson in the Monty engine's words (src/exec/monty/convert.rs).
+    `within`: the ids of the containers being converted, to see a cycle."""
     if depth > MAX_JSON_DEPTH:
         raise NotJson(f"value is nested more than {MAX_JSON_DEPTH} levels deep")
     if value is None or isinstance(value, bool):
@@ -187,16 +206,39 @@ def to_json(value, depth=0):
         return float(value)
     if isinstance(value, str):
         return str.__str__(value)  # a str-mixin Enum's str() would be its name
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json(item, depth + 1) for item in value]
-    if isinstance(value, dict):
-        return {json_key(k, depth): to_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque, dict)):
+        within = set() if within is None else within
+        if id(value) in within:
+            raise NotJson(CYCLE)
+        within.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {json_key(k, depth): to_json(v, depth + 1, within) for k, v in value.items()}
+            return [to_json(item, depth + 1, within) for item in value]
+        finally:
+            within.discard(id(value))
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, datetime.tzinfo, decimal.Decimal, pathlib.PurePath)):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return to_json(fields, depth)
-    raise NotJson(f"a value of type '{type(value).__name__}' has no JSON form")
+        return to_json(fields, depth, within)
+    raise NotJson(no_json_form(value))
+
+
+CYCLE = "the value contains itself (a reference cycle), which JSON cannot hold"
+
+
+def no_json_form(value):
+    """Why `value` has no JSON form, naming its type: instances of the
+    snippet's own classes and exceptions are instances, as in Monty."""
+    if isinstance(value, type):
+        return f"the class '{value.__name__}' has no JSON form"
+    if isinstance(value, ToolFunction):
+        return "a value of type 'function' has no JSON form"  # as Monty's tool functions
+    kind = type(value)
+    if isinstance(value, BaseException) or kind.__module__ == "__main__":
+        return f"a '{kind.__name__}' instance has no JSON form"
+    return f"a value of type '{kind.__name__}' has no JSON form"
 
 
 def json_key(key, depth):
@@ -499,7 +541,7 @@ def fit_in_a_frame(result):
     """A value too big for one frame would end the connection (and the worker
     with it): it becomes a clear error instead. Saved variables that do not
     fit beside the value are left out (the gateway says they were not saved)."""
-    room = MAX_FRAME_BYTES - 4096 - len(result["stdout"].encode("utf-8", "surrogatepass"))
+    room = MAX_FRAME_BYTES - 4096 - len((result["stdout"] + result["stderr"]).encode("utf-8", "surrogatepass"))
     if result.get("globals") is not None:
         room -= result["globals_bytes"]
     if result["result"] is None:
@@ -551,23 +593,34 @@ def run(session, params, catalog, filename):
     capture = Capture(max(params["max_output_bytes"], 0))
     _capture.set(capture)
     session.tool_calls = 0
-    value, error = None, None
+    value, error, unavailable = None, None, None
     try:
         session.sync_catalog(catalog)
         session.namespace.update(params["globals"] or {})
+        # Each run shows its warnings, as a fresh script would.
+        session.namespace.pop("__warningregistry__", None)
         if params["future_calls"] is not None:
             session.future_calls[filename] = {tuple(site) for site in params["future_calls"]}
         value = execute(session, params["code"], filename)
         value = to_json(value)
     except NotJson as e:
-        value, error = None, {"type": "TypeError", "message": f"the result cannot be returned: {e}", "traceback": ""}
+        # The run succeeded; only its value cannot travel.
+        value, unavailable = None, str(e)
     except BaseException as e:  # SystemExit too: the worker keeps serving
         value, error = None, describe_exception(e)
     finally:
         _capture.set(None)
         install_streams()  # in case the snippet replaced sys.stdout
-    stdout, truncated = capture.finish()
-    result = {"stdout": stdout, "result": value, "error": error, "truncated": truncated, "tool_calls": session.tool_calls}
+    stdout, stderr, truncated = capture.finish()
+    result = {
+        "stdout": stdout,
+        "stderr": stderr,
+        "result": value,
+        "result_unavailable": unavailable,
+        "error": error,
+        "truncated": truncated,
+        "tool_calls": session.tool_calls,
+    }
     if params["return_globals"] is not None:
         result["globals"], result["globals_bytes"] = export_globals(session.namespace, params["return_globals"])
     return result
@@ -695,6 +748,10 @@ def with_session_limit(session, call):
 
 def execute(session, code, filename):
     ns = session.namespace
+    # Tracebacks, inspect and the compiler's SyntaxWarnings read the
+    # snippet's lines from linecache.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    session.files.append(filename)
     tree = ast.parse(code, filename, "exec")
     ends_on_expression = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
     if ends_on_expression:
@@ -703,9 +760,6 @@ def execute(session, code, filename):
         tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
         ast.fix_missing_locations(tree)
     compiled = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    # Tracebacks (and inspect) read the snippet's lines from linecache.
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    session.files.append(filename)
     ns.pop(LAST_VALUE, None)
     if compiled.co_flags & inspect.CO_COROUTINE:
         with_session_limit(session, lambda: run_coroutine(eval(compiled, ns)))

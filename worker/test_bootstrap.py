@@ -360,7 +360,19 @@ class Contract(unittest.TestCase):
 
     def test_print_and_last_expression(self):
         out = self.run_ok("print('hello', 1)\nimport sys\nprint('oops', file=sys.stderr)\nx = 20\nx + 1", "print")
-        self.assertEqual(out, {"stdout": "hello 1\noops\n", "result": 21, "error": None, "truncated": False, "tool_calls": 0})
+        expected = {"stdout": "hello 1\n", "stderr": "oops\n", "result": 21, "result_unavailable": None, "error": None, "truncated": False, "tool_calls": 0}
+        self.assertEqual(out, expected)
+
+    def test_warnings_go_to_stderr_once_per_run(self):
+        code = "import warnings\nwarnings.warn('careful')\nprint('done')"
+        for _ in range(2):
+            out = self.run_ok(code, "warn")
+            self.assertEqual(out["stdout"], "done\n")
+            self.assertEqual(out["stderr"], "<snippet>:2: UserWarning: careful\n  warnings.warn('careful')\n")
+        out = self.run_ok("x = 1\nx is 1", "warn")
+        self.assertTrue(out["stderr"].startswith("<snippet>:2: SyntaxWarning: \"is\" with "), out)
+        self.assertTrue(out["stderr"].endswith("\n  x is 1\n"), out)
+        self.assertEqual((out["stdout"], out["result"]), ("", True))
 
     def test_a_result_too_big_for_one_frame_is_an_error_and_the_worker_stays(self):
         out = self.connection.run("'x' * (70 * 1024 * 1024)", session="huge")
@@ -515,8 +527,8 @@ p = Point(1, y=2)
         futures = [self.connection.start(frame) for frame in frames]
         replies = [future.result(WAIT)["result"] for future in futures]
         for tag, reply in zip(("A", "B"), replies):
-            expected = "".join(f"{tag} {i}\n{tag} err {i}\n" for i in range(200))
-            self.assertEqual(reply["stdout"], expected)
+            self.assertEqual(reply["stdout"], "".join(f"{tag} {i}\n" for i in range(200)))
+            self.assertEqual(reply["stderr"], "".join(f"{tag} err {i}\n" for i in range(200)))
             self.assertEqual(reply["result"], tag)
 
     def test_a_blocked_snippet_does_not_block_other_sessions(self):
@@ -552,13 +564,16 @@ p = Point(1, y=2)
         self.assertIsNone(out["globals"])
         self.assertGreater(out["globals_bytes"], 1000)
 
-    def test_a_result_without_json_form_is_a_type_error(self):
-        out = self.connection.run("print('before')\nobject()", session="notjson")
-        self.assertEqual(out["error"]["type"], "TypeError")
-        self.assertTrue(out["error"]["message"].startswith("the result cannot be returned: "), out)
-        self.assertIn("object", out["error"]["message"])
+    def test_a_result_without_json_form_is_said_and_the_run_succeeds(self):
+        out = self.run_ok("print('before')\nobject()", "notjson")
         self.assertEqual((out["stdout"], out["result"]), ("before\n", None))
-        self.assertEqual(self.connection.run("float('nan')", session="notjson")["error"]["type"], "TypeError")
+        self.assertEqual(out["result_unavailable"], "a value of type 'object' has no JSON form")
+        said = lambda code: self.run_ok(code, "notjson")["result_unavailable"]
+        self.assertEqual(said("class Foo:\n    pass\nFoo()"), "a 'Foo' instance has no JSON form")
+        self.assertEqual(said("Foo"), "the class 'Foo' has no JSON form")
+        self.assertEqual(said("a = [1]\na.append(a)\na"), "the value contains itself (a reference cycle), which JSON cannot hold")
+        self.assertEqual(said("x = [1]\n[x, x]"), None, "a shared list is not a cycle")
+        self.assertEqual(said("float('nan')"), "float nan (NaN/infinity) has no JSON form")
         self.assertEqual(self.run_ok("((1, 2), {3}, {1: None, None: True})", "notjson")["result"], [[1, 2], [3], {"1": None, "null": True}])
 
     def test_calls_in_asyncio_run_and_failing_gathers(self):

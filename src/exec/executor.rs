@@ -136,6 +136,7 @@ impl Executor {
             // Its output and calls before it parked come first; the call it
             // parked at was counted then and again on resuming.
             execution.stdout.insert_str(0, &parked.stdout);
+            execution.stderr.insert_str(0, &parked.stderr);
             execution.tool_calls += parked.tool_calls.saturating_sub(1);
         }
         if execution.parked.is_some() {

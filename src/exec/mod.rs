@@ -72,8 +72,15 @@ impl SessionId {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Execution {
     pub stdout: String,
+    /// What the run wrote to `sys.stderr` (`print(..., file=sys.stderr)`,
+    /// warnings), kept apart from `stdout` as Python keeps them.
+    pub stderr: String,
     /// The snippet's value (last expression, or `result`), as JSON.
     pub result: Option<Value>,
+    /// Why the snippet's value is not in `result`: it has no JSON form (an
+    /// instance, a class, a cycle…). The run itself succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_unavailable: Option<String>,
     pub error: Option<RunError>,
     pub engine: &'static str,
     /// Why the run left the default engine, when it did.
@@ -363,6 +370,19 @@ impl Snapshot {
             kind: SnapshotKind::Parked,
             payload: dump,
         }
+    }
+}
+
+/// What the agent reads when the snippet's value has no JSON form, from
+/// why (`reason`, the same words on every engine): the run still succeeds.
+pub fn not_returned(reason: &str) -> String {
+    if reason.contains("return ") {
+        // The reason says what to do already (a big integer: `str()` of it).
+        format!("the value was not returned: {reason}")
+    } else {
+        format!(
+            "the value was not returned: {reason}; return a dict, list, str, number, bool or None made from it, or print it"
+        )
     }
 }
 

@@ -36,6 +36,9 @@ pub struct Parked {
     pub code: String,
     /// What the run printed, and the tool calls it made, before it parked.
     pub stdout: String,
+    /// …and wrote to stderr (absent in records kept before it existed).
+    #[serde(default)]
+    pub stderr: String,
     pub tool_calls: u32,
     pub server: String,
     pub tool: String,
@@ -50,6 +53,7 @@ impl Parked {
             at_ms: now_ms(),
             code,
             stdout: String::new(),
+            stderr: String::new(),
             tool_calls: 0,
             server: call.server,
             tool: call.tool,

@@ -322,12 +322,14 @@ impl Persistence {
                     call.clone(),
                 );
                 record.stdout.clone_from(&execution.stdout);
+                record.stderr.clone_from(&execution.stderr);
                 record.tool_calls = execution.tool_calls;
                 let payload = record.encode(&snapshot.payload);
                 match self.keep_parked(begun.owner, payload, wall).await {
                     Ok(handle) => {
                         // The output so far comes with the run's final result.
                         execution.stdout.clear();
+                        execution.stderr.clear();
                         tracing::info!(target: "codemcp::session", server = %call.server, tool = %call.tool, "run parked in the session store until the user answers");
                         call.state = Some(handle.to_string());
                         Ok(())

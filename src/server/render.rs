@@ -15,7 +15,8 @@ pub fn render(execution: &Execution, format: OutputFormat) -> String {
 }
 
 /// One JSON object with the fields the model acts on, empty ones left out; run metadata
-/// (`engine`, `elapsed_ms`, `tool_calls`) stays in `structuredContent`.
+/// (`engine`, `elapsed_ms`, `tool_calls`) stays in `structuredContent`. The
+/// snippet's value is kept whenever there is one, `false`, `0` and `""` too.
 pub fn render_json(execution: &Execution) -> String {
     const METADATA: &[&str] = &["engine", "elapsed_ms", "tool_calls"];
     let Ok(Value::Object(fields)) = serde_json::to_value(execution) else {
@@ -23,16 +24,20 @@ pub fn render_json(execution: &Execution) -> String {
     };
     let kept: Map<String, Value> = fields
         .into_iter()
-        .filter(|(key, value)| {
-            !METADATA.contains(&key.as_str())
-                && !matches!(value, Value::Null | Value::Bool(false))
-                && value.as_str() != Some("")
+        .filter(|(key, value)| match key.as_str() {
+            "result" => !value.is_null(),
+            key => {
+                !METADATA.contains(&key)
+                    && !matches!(value, Value::Null | Value::Bool(false))
+                    && value.as_str() != Some("")
+            }
         })
         .collect();
     Value::Object(kept).to_string()
 }
 
-/// The compact text: printed output, `result: …`, the error; each only when present.
+/// The compact text: printed output, then what went to stderr under a
+/// `[stderr]` line, `result: …`, the error; each only when present.
 pub fn render_text(execution: &Execution) -> String {
     let mut text = String::new();
     if let Some(reason) = &execution.escalated {
@@ -42,11 +47,21 @@ pub fn render_text(execution: &Execution) -> String {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
+    if !execution.stderr.is_empty() {
+        text.push_str("[stderr]\n");
+        text.push_str(&execution.stderr);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
     if let Some(result) = &execution.result {
         match result {
             Value::String(s) => text.push_str(&format!("result: {s}\n")),
             other => text.push_str(&format!("result: {other}\n")),
         }
+    }
+    if let Some(why) = &execution.result_unavailable {
+        text.push_str(&format!("result: {why}\n"));
     }
     if let Some(error) = &execution.error {
         text.push_str(&format!("{}: {}\n", error.exc_type, error.message));
@@ -111,6 +126,54 @@ mod tests {
             r#"{"stdout":"3\n","result":[1,2]}"#
         );
         assert_eq!(render(&e, OutputFormat::Compact), "3\nresult: [1,2]\n");
+    }
+
+    #[test]
+    fn falsy_results_survive_json_output() {
+        for value in [
+            serde_json::json!(false),
+            serde_json::json!(0),
+            serde_json::json!(""),
+            serde_json::json!([]),
+            serde_json::json!({}),
+        ] {
+            let mut e = execution();
+            e.result = Some(value.clone());
+            let rendered: Value =
+                serde_json::from_str(&render(&e, OutputFormat::Json)).expect("JSON");
+            assert_eq!(rendered, serde_json::json!({ "result": value }));
+        }
+    }
+
+    #[test]
+    fn stderr_follows_stdout_under_a_label_and_json_keeps_it_apart() {
+        let mut e = execution();
+        e.stdout = "out".into();
+        e.stderr = "careful\n".into();
+        e.result = Some(serde_json::json!(1));
+        assert_eq!(
+            render(&e, OutputFormat::Compact),
+            "out\n[stderr]\ncareful\nresult: 1\n"
+        );
+        assert_eq!(
+            render(&e, OutputFormat::Json),
+            r#"{"stdout":"out","stderr":"careful\n","result":1}"#
+        );
+    }
+
+    #[test]
+    fn a_value_without_json_form_is_said_in_place_of_the_result() {
+        let mut e = execution();
+        e.stdout = "printed\n".into();
+        e.result_unavailable = Some(crate::exec::not_returned(
+            "a 'Foo' instance has no JSON form",
+        ));
+        let text = render_text(&e);
+        assert!(
+            text.starts_with("printed\nresult: the value was not returned: a 'Foo' instance"),
+            "{text}"
+        );
+        assert!(text.contains("return a dict, list, str"), "{text}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Value conversion between JSON (what MCP speaks) and Monty objects.
 
+use monty_types::unstable::{self, MontyNode};
 use monty_types::{MontyObject, ObjectRef};
 use serde_json::{Map, Number, Value};
 
@@ -38,7 +39,8 @@ fn number_to_monty(n: &Number) -> MontyObject {
 
 /// Monty → JSON, as `json.dumps` would see it: tuples and sets become arrays,
 /// dict keys that are numbers/bools/None become strings, dates and decimals
-/// their `str()`, and simple class instances (dataclasses) objects of their fields.
+/// their `str()`, and dataclass instances objects of their fields. Any other
+/// value (an instance, a class, a function, a cycle) has no JSON form.
 pub fn to_json(value: &MontyObject) -> Result<Value, NotJson> {
     ref_to_json(value.as_ref(), 0)
 }
@@ -54,8 +56,15 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
             "value is nested more than {MAX_DEPTH} levels deep"
         )));
     }
-    let type_name = v.type_name();
-    Ok(match type_name {
+    if let MontyNode::ClassInstance { .. } = unstable::node(v) {
+        // Before the type's name: a class may be named `dict` or `str`.
+        return if is_dataclass_instance(v) {
+            pairs_to_object(&v, depth)
+        } else {
+            Err(no_json_form(v))
+        };
+    }
+    Ok(match v.type_name() {
         "NoneType" => Value::Null,
         "bool" => Value::Bool(v.as_bool().unwrap_or(false)),
         "int" => match v.as_int() {
@@ -64,10 +73,12 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
         },
         "float" => {
             let f = v.as_float().unwrap_or(f64::NAN);
-            Value::Number(
-                Number::from_f64(f)
-                    .ok_or_else(|| NotJson(format!("float {f} (NaN/infinity) has no JSON form")))?,
-            )
+            Value::Number(Number::from_f64(f).ok_or_else(|| {
+                NotJson(format!(
+                    "float {} (NaN/infinity) has no JSON form",
+                    py_float(f)
+                ))
+            })?)
         }
         "str" => Value::String(v.as_str().unwrap_or_default().to_owned()),
         "list" | "tuple" | "set" | "frozenset" | "namedtuple" => {
@@ -82,32 +93,86 @@ fn ref_to_json(v: ObjectRef<'_>, depth: usize) -> Result<Value, NotJson> {
         "date" | "datetime" | "time" | "timedelta" | "timezone" | "Decimal" | "PosixPath" => {
             Value::String(v.to_owned().to_string())
         }
-        "bytes"
-        | "complex"
-        | "function"
-        | "builtin_function_or_method"
-        | "module"
-        | "type"
-        | "cycle"
-        | "repr"
-        | "Exception"
-        | "ellipsis"
-        | "NotImplementedType" => {
-            return Err(NotJson(format!(
-                "a value of type '{type_name}' has no JSON form"
-            )));
-        }
-        _ if v.pairs().is_some() => pairs_to_object(&v, depth)?,
-        _ => {
-            return Err(NotJson(format!(
-                "a value of type '{type_name}' has no JSON form"
-            )));
-        }
+        _ => return Err(no_json_form(v)),
     })
+}
+
+/// Whether `v` is an instance of a dataclass: the one kind of instance that
+/// has a JSON form (its fields), as in the CPython engine. Monty's public
+/// accessors do not say; its node does (`monty-types` is pinned exactly).
+fn is_dataclass_instance(v: ObjectRef<'_>) -> bool {
+    match unstable::node(v) {
+        MontyNode::ClassInstance { class_type, .. } => matches!(
+            unstable::node(unstable::child(v, *class_type)),
+            MontyNode::ClassType(class) if class.is_dataclass
+        ),
+        _ => false,
+    }
+}
+
+/// Why `v` has no JSON form, naming its Python type as CPython would, in the
+/// same words as the CPython worker (`worker/bootstrap.py`).
+fn no_json_form(v: ObjectRef<'_>) -> NotJson {
+    let what = match unstable::node(v) {
+        MontyNode::Cycle(_) => return NotJson(CYCLE.into()),
+        MontyNode::Repr(text) if text == "<deeply nested>" => {
+            return NotJson(format!("value is nested more than {MAX_DEPTH} levels deep"));
+        }
+        MontyNode::Repr(text) if text.starts_with("<class '") => {
+            let name = text.trim_start_matches("<class '").trim_end_matches("'>");
+            format!("the class '{}'", short_name(name))
+        }
+        MontyNode::Repr(text) => match type_of_repr(text) {
+            Some(name) => format!("a value of type '{name}'"),
+            None => format!("the value {text}"),
+        },
+        MontyNode::ClassInstance { .. } => format!("a '{}' instance", v.type_name()),
+        MontyNode::Exception { exc_type, .. } => format!("a '{exc_type}' instance"),
+        MontyNode::ClassType(class) => format!("the class '{}'", class.name),
+        MontyNode::Type(ty) => format!("the class '{}'", short_name(ty.name())),
+        _ => format!("a value of type '{}'", v.type_name()),
+    };
+    NotJson(format!("{what} has no JSON form"))
+}
+
+/// The same words as the CPython worker's (worker/bootstrap.py).
+const CYCLE: &str = "the value contains itself (a reference cycle), which JSON cannot hold";
+
+/// `datetime.date` → `date`, as `type(x).__name__` gives it.
+fn short_name(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// The type named by a value's repr where Monty exports only that:
+/// `<list_iterator object>`, `<coroutine object f>`, `<module 'm'>`,
+/// `<bound method …>`, `range(0, 3)`.
+fn type_of_repr(text: &str) -> Option<&str> {
+    if let Some(inner) = text.strip_prefix('<') {
+        let word = inner.split([' ', '>']).next().unwrap_or_default();
+        return match word {
+            "" => None,
+            "bound" => Some("method"),
+            other => Some(other),
+        };
+    }
+    let word = text.split('(').next().unwrap_or_default();
+    (!word.is_empty() && word.len() < text.len() && word.chars().all(|c| c.is_ascii_lowercase()))
+        .then_some(word)
 }
 
 /// The same words as the CPython worker's (worker/bootstrap.py).
 const BIG_INT: &str = "integer too large for JSON (JSON numbers hold 64 bits): return str() of it";
+
+/// A NaN or infinity as Python writes it (`nan`, `inf`, `-inf`).
+fn py_float(f: f64) -> &'static str {
+    if f.is_nan() {
+        "nan"
+    } else if f > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}
 
 fn big_int(v: &ObjectRef<'_>) -> Result<Value, NotJson> {
     let text = v.to_owned().to_string();
@@ -168,6 +233,53 @@ mod tests {
         assert!(err.0.contains("'bytes'"), "{err}");
         let err = to_json(&MontyObject::float(f64::NAN)).expect_err("nan");
         assert!(err.0.contains("NaN"), "{err}");
+    }
+
+    fn instance(class: &str, dataclass: bool) -> MontyObject {
+        let attrs = [(MontyObject::string("x"), MontyObject::int(1))];
+        let class = MontyObject::class_type(
+            class,
+            monty_types::MontyUuid::from_u128(1),
+            false,
+            dataclass,
+            [],
+        );
+        MontyObject::class_instance(class, monty_types::MontyUuid::from_u128(2), attrs)
+    }
+
+    #[test]
+    fn only_dataclass_instances_become_objects_as_in_cpython() {
+        assert_eq!(to_json(&instance("Point", true)), Ok(json!({"x": 1})));
+        let err = to_json(&instance("Foo", false)).expect_err("a plain instance");
+        assert_eq!(err.0, "a 'Foo' instance has no JSON form");
+        // A class named like a builtin is still an instance.
+        let err = to_json(&instance("dict", false)).expect_err("a plain instance");
+        assert_eq!(err.0, "a 'dict' instance has no JSON form");
+    }
+
+    #[test]
+    fn values_without_json_form_are_named_by_their_python_type() {
+        let cycle = MontyObject::list([MontyObject::cycle("[...]")]);
+        assert_eq!(to_json(&cycle).expect_err("cycle").0, CYCLE);
+        let said = |repr: &str| to_json(&MontyObject::repr(repr)).expect_err("repr").0;
+        assert_eq!(
+            said("<list_iterator object>"),
+            "a value of type 'list_iterator' has no JSON form"
+        );
+        assert_eq!(
+            said("<coroutine object main>"),
+            "a value of type 'coroutine' has no JSON form"
+        );
+        assert_eq!(
+            said("range(0, 3)"),
+            "a value of type 'range' has no JSON form"
+        );
+        assert_eq!(said("<class 'Foo'>"), "the class 'Foo' has no JSON form");
+        assert!(!said("<deeply nested>").contains("repr"));
+        let err = to_json(&MontyObject::function("f", None)).expect_err("function");
+        assert_eq!(err.0, "a value of type 'function' has no JSON form");
+        let err = to_json(&MontyObject::float(f64::INFINITY)).expect_err("inf");
+        assert_eq!(err.0, "float inf (NaN/infinity) has no JSON form");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use super::host::{
     exception, ext_result,
 };
 use super::memory::{MemoryScope, SessionSlot};
-use super::output::OutputCapture;
+use super::output::{Captured, OutputCapture};
 use super::snapshot;
 use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls};
 use crate::exec::{ParkedCall, ToolCallObserver, ToolHost};
@@ -89,8 +89,7 @@ pub struct Finished {
     /// Why the saved state given to the job could not be loaded.
     pub restore_failed: Option<String>,
     pub ending: Ending,
-    pub stdout: String,
-    pub truncated: bool,
+    pub output: Captured,
     pub tool_calls: u32,
     pub side_effects: u32,
     /// Bytes every other in-process session held when a limit fired.
@@ -179,7 +178,7 @@ pub fn run(job: Job) -> Finished {
     };
     let tool_calls = driver.host.tool_calls;
     let side_effects = driver.host.side_effects;
-    let (stdout, truncated) = driver.out.finish();
+    let output = driver.out.finish();
     let snapshot = match &repl {
         Some(repl) if job.dump => {
             let started = Instant::now();
@@ -194,8 +193,7 @@ pub fn run(job: Job) -> Finished {
         snapshot,
         restore_failed,
         ending,
-        stdout,
-        truncated,
+        output,
         tool_calls,
         side_effects,
         others_bytes: driver.others_bytes,
@@ -234,14 +232,12 @@ impl Driver {
     /// The run ends here: its state is the dump taken where it parked.
     fn into_parked(mut self, call: ParkedCall, restore_failed: Option<String>) -> Finished {
         let dump = self.parked.take().map(|(_, bytes)| bytes);
-        let (stdout, truncated) = self.out.finish();
         Finished {
             repl: None,
             snapshot: dump.map(Ok),
             restore_failed,
             ending: Ending::Parked(call),
-            stdout,
-            truncated,
+            output: self.out.finish(),
             tool_calls: self.host.tool_calls,
             side_effects: self.host.side_effects,
             others_bytes: 0,

@@ -287,16 +287,16 @@ impl MontyEngine {
             snapshot,
             restore_failed,
             ending,
-            stdout,
-            truncated,
+            output,
             tool_calls,
             side_effects,
             others_bytes,
             tool_failures,
             ..
         } = *finished;
-        execution.stdout = stdout;
-        execution.truncated = truncated;
+        execution.stdout = output.stdout;
+        execution.stderr = output.stderr;
+        execution.truncated = output.truncated;
         execution.tool_calls = tool_calls;
         execution.side_effects = side_effects;
         if let Some(reason) = restore_failed {

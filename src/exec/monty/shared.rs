@@ -65,16 +65,9 @@ pub(super) fn record_ending(
             None => execution.result = Some(value),
             Some(error) => execution.error = Some(error),
         },
-        Ending::NotJson(e) => {
-            execution.error = Some(
-                RunError::new(
-                    ErrorKind::Python,
-                    "TypeError",
-                    format!("the result cannot be returned: {e}"),
-                )
-                .with_hint("return a dict, list, str or number, or print what you need"),
-            );
-        }
+        // The run succeeded; only its value cannot travel (the same rule as
+        // the CPython engine's).
+        Ending::NotJson(e) => execution.result_unavailable = Some(crate::exec::not_returned(&e.0)),
         Ending::Cancelled => execution.error = Some(cancelled()),
         Ending::Parked(call) => execution.parked = Some(call),
         Ending::Raised { exc, verdict } => {

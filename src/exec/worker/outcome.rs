@@ -140,7 +140,11 @@ impl WorkerEngine {
             (None, None) => {}
         }
         execution.stdout = result.stdout;
+        execution.stderr = result.stderr;
         execution.truncated = result.truncated;
+        execution.result_unavailable = result
+            .result_unavailable
+            .map(|reason| crate::exec::not_returned(&reason));
         if let Some(error) = result.error {
             let traceback = (!error.traceback.is_empty()).then_some(error.traceback);
             execution.error = Some(

@@ -53,7 +53,15 @@ pub struct FunctionInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunResult {
     pub stdout: String,
+    /// What the run wrote to `sys.stderr`, apart from `stdout` (a worker
+    /// older than this field sends both in `stdout`).
+    #[serde(default)]
+    pub stderr: String,
     pub result: Option<Value>,
+    /// Why the snippet's value is not in `result` (it has no JSON form), in
+    /// the Monty engine's words; the run itself succeeded.
+    #[serde(default)]
+    pub result_unavailable: Option<String>,
     pub error: Option<PythonError>,
     pub truncated: bool,
     pub tool_calls: u32,

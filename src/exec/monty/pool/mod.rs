@@ -30,7 +30,7 @@ use super::classify::{Verdict, classify};
 use super::convert::to_json;
 use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
-use super::output::OutputCapture;
+use super::output::{Captured, OutputCapture};
 use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
 use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls_safely};
 use crate::exec::session_table::SessionTable;
@@ -247,9 +247,10 @@ impl PoolEngine {
             guard.checkout = None;
             guard.version = None;
         }
-        let (stdout, truncated) = pool_run.take_output();
-        execution.stdout = stdout;
-        execution.truncated = truncated;
+        let output = pool_run.take_output();
+        execution.stdout = output.stdout;
+        execution.stderr = output.stderr;
+        execution.truncated = output.truncated;
         execution.tool_calls = pool_run.host.tool_calls;
         execution.side_effects = pool_run.host.side_effects;
         let budget = self.limits.memory_limit;

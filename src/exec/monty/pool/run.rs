@@ -55,7 +55,7 @@ impl PoolRun {
         }
     }
 
-    pub(super) fn take_output(&self) -> (String, bool) {
+    pub(super) fn take_output(&self) -> Captured {
         let mut out = self.out.lock();
         std::mem::replace(&mut *out, OutputCapture::new(0)).finish()
     }
@@ -64,7 +64,7 @@ impl PoolRun {
         &self,
     ) -> impl FnMut(monty_types::PrintStream, &str) -> monty_pool::PrintFuture + Send + use<> {
         let out = self.out.clone();
-        on_print_sync(move |_, text| out.lock().push_text(text))
+        on_print_sync(move |stream, text| out.lock().push(stream, text))
     }
 
     /// Feeds `code`, or, with `parked_at`, resumes a restored parked run at
