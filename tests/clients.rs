@@ -95,6 +95,9 @@ fn stdio_target(setup: &Setup, mode: &str) -> Vec<String> {
         bin().display().to_string(),
         "--config".into(),
         setup.config().display().to_string(),
+        // The tests look for signatures, which follow the 2,048-character head.
+        "--description-budget".into(),
+        support::DESCRIPTION_BUDGET.into(),
     ]
 }
 
