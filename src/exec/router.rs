@@ -495,12 +495,23 @@ fn export_snippet(names: &BTreeSet<String>) -> String {
 /// session's variables that JSON holds exactly (exact builtin types only,
 /// so a `Counter` or a tuple is not mistaken for a dict or a list), and the
 /// names Monty could not hold. Modules and names imported from modules come
-/// back by their imports; `functions` come back by their source.
+/// back by their imports; `functions` come back by their source; the
+/// worker's own names (tools, `ToolError`, `search_tools`) are skipped.
 fn cpython_export_snippet(functions: &[String]) -> String {
     let functions = serde_json::to_string(functions).unwrap_or_else(|_| "[]".into());
     format!(
         r#"def __codemcp_export(ns, carried):
-    import json, types
+    import sys, types
+    main = sys.modules.get('__main__')
+    def gateway_made(v):
+        outer = getattr(v, '__qualname__', '').partition('.<locals>.')
+        if outer[1] and getattr(getattr(main, outer[0], None), '__qualname__', None) == outer[0]:
+            return True  # made by a factory of the worker's, as search_tools is
+        for obj in (v, type(v)):
+            n = getattr(obj, '__name__', None)
+            if isinstance(n, str) and getattr(main, n, None) is obj:
+                return True
+        return False
     def exact(v, depth=0):
         if depth > 100:
             return False
@@ -518,7 +529,7 @@ fn cpython_export_snippet(functions: &[String]) -> String {
         return False
     values, pinned = {{}}, []
     for name, value in list(ns.items()):
-        if name.startswith('__') or isinstance(value, types.ModuleType):
+        if name.startswith('__') or isinstance(value, types.ModuleType) or gateway_made(value):
             continue
         from_main = getattr(value, '__module__', None) == '__main__'
         if (callable(value) or isinstance(value, type)) and not from_main:
