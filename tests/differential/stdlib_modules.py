@@ -11,6 +11,7 @@ import json
 print(json.dumps([1, {"a": 2}], separators=(",", ":")), json.dumps((1, 2)), json.dumps({"k": float("inf")}))
 
 # === json_decode_error
+# differs: the error type of a module's exception
 import json
 json.loads("{bad")
 
