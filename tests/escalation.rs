@@ -334,4 +334,85 @@ fn check_prints_montys_cpython_and_the_workers() {
         )),
         "{text}"
     );
+
+#[tokio::test]
+async fn type_with_bases_escalates() {
+    let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+    let ran = client
+        .exec("class P:\n    def hi(self):\n        return 'hi'\nC = type('C', (P,), {})\nC().hi()")
+        .await;
+    assert!(!ran.is_error, "{}", ran.text);
+    assert_eq!(ran.result(), "hi", "{}", ran.text);
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+}
+
+#[tokio::test]
+async fn missing_class_dunder_escalates() {
+    for (code, expected) in [
+        ("class Foo:\n    pass\nFoo.__qualname__", json!("Foo")),
+        (
+            "class Foo:\n    pass\n[c.__name__ for c in Foo.__mro__]",
+            json!(["Foo", "object"]),
+        ),
+        ("def f():\n    pass\nf.__qualname__", json!("f")),
+        ("len(range(2**64, 2**64 + 2))", json!(2)),
+    ] {
+        let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+        let ran = client.exec(code).await;
+        assert_eq!(ran.result(), &expected, "{code}: {}", ran.text);
+        assert_eq!(ran.structured["engine"], "cpython-host", "{code}");
+    }
+}
+
+#[tokio::test]
+async fn import_gc_escalates_instead_of_permission_error() {
+    let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+    let ran = client.exec("import gc\ngc.collect() >= 0").await;
+    assert_eq!(ran.result(), true, "{}", ran.text);
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    // Modules that reach the OS stay refused.
+    let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+    let ran = client.exec("import subprocess").await;
+    assert_eq!(ran.error_type(), "PermissionError", "{}", ran.text);
+    // Without a fallback: named as unsupported, not as a sandbox escape.
+    let client = Setup::new(json!({}))
+        .stdio(&[("CODEMCP_FALLBACK", "none")])
+        .await;
+    let ran = client.exec("import gc").await;
+    assert_eq!(ran.error_kind(), "unsupported", "{}", ran.text);
+}
+
+#[tokio::test]
+async fn future_annotations_stays_on_monty() {
+    let client = Setup::new(json!({})).stdio(HOST_FALLBACK).await;
+    let ran = client
+        .exec("from __future__ import annotations\ndef f(x: int) -> Later:\n    return x + 1\nf(1)")
+        .await;
+    assert_eq!(ran.result(), 2, "{}", ran.text);
+    assert_eq!(ran.structured["engine"], "monty", "{}", ran.text);
+}
+
+#[tokio::test]
+async fn escalated_session_returns_to_monty() {
+    let client = Setup::new(json!({"everything": everything()}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    // `del` needs CPython; what the session holds afterwards Monty can hold.
+    let ran = client
+        .exec("x = [1, 2, 3]\ndel x[0]\nnames = {'a': 'é'}\ndef double(v):\n    return v * 2\nx")
+        .await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    assert_eq!(ran.result(), &json!([2, 3]), "{}", ran.text);
+    let ran = client.exec("[double(len(x)), x, names['a']]").await;
+    assert_eq!(ran.structured["engine"], "monty", "{}", ran.text);
+    assert_eq!(ran.result(), &json!([4, [2, 3], "é"]), "{}", ran.text);
+    // A class instance cannot live in Monty: that session stays on CPython,
+    // with its state.
+    let ran = client
+        .exec("class A:\n    pass\nclass B(A):\n    pass\nb = B()\nb.v = 7\nb.v")
+        .await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    let ran = client.exec("b.v + double(1)").await;
+    assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
+    assert_eq!(ran.result(), 9, "{}", ran.text);
 }

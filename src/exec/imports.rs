@@ -6,7 +6,10 @@
 use super::cpython_tables::STDLIB_MODULES;
 
 /// Modules that would give agent code OS access; importing them is refused
-/// outright rather than treated as a missing feature.
+/// outright rather than treated as a missing feature. Modules that only
+/// compute (`gc`, `inspect`, `pickle`, `io`'s in-memory streams, ...) are
+/// not here: Monty lacks them, so they go to CPython, whose session
+/// container has nothing they could reach (see [`ESCALATES_THOUGH_ONCE_DENIED`]).
 pub const DENIED_MODULES: &[&str] = &[
     "socket",
     "subprocess",
@@ -20,7 +23,6 @@ pub const DENIED_MODULES: &[&str] = &[
     "resource",
     "shutil",
     "tempfile",
-    "io",
     "posix",
     "select",
     "selectors",
@@ -35,21 +37,12 @@ pub const DENIED_MODULES: &[&str] = &[
     "socketserver",
     "xmlrpc",
     "webbrowser",
-    "importlib",
-    "builtins",
-    "gc",
-    "inspect",
-    "code",
-    "codeop",
     "pdb",
     "mmap",
     "sqlite3",
     "dbm",
     "shelve",
-    "pickle",
-    "marshal",
     "glob",
-    "fnmatch",
     "zipimport",
     "runpy",
     "sysconfig",
@@ -61,6 +54,21 @@ pub const DENIED_MODULES: &[&str] = &[
     "tty",
     "asyncore",
     "asynchat",
+];
+
+/// Modules once refused in every engine that reach nothing outside the
+/// interpreter: Monty hands them to CPython like any other module it lacks.
+pub const ESCALATES_THOUGH_ONCE_DENIED: &[&str] = &[
+    "builtins",
+    "code",
+    "codeop",
+    "fnmatch",
+    "gc",
+    "importlib",
+    "inspect",
+    "io",
+    "marshal",
+    "pickle",
 ];
 
 /// How an `import m` that Monty could not resolve should be answered.
@@ -104,5 +112,20 @@ mod tests {
             ImportVerdict::Unsupported { .. }
         ));
         assert_eq!(classify_import("pandas"), ImportVerdict::NotFound);
+    }
+
+    #[test]
+    fn harmless_modules_are_not_denied_but_go_to_cpython() {
+        for module in ESCALATES_THOUGH_ONCE_DENIED {
+            assert!(!DENIED_MODULES.contains(module), "{module}");
+            assert!(
+                matches!(classify_import(module), ImportVerdict::Unsupported { .. }),
+                "{module}"
+            );
+        }
+        assert!(matches!(
+            classify_import("gc.collect"),
+            ImportVerdict::Unsupported { .. }
+        ));
     }
 }

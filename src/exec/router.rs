@@ -1,9 +1,11 @@
 //! Engine choice and escalation: Monty runs everything it can; code that needs
 //! a feature Monty lacks goes to the CPython fallback, unless a tool with side
 //! effects already ran (then the error comes back with the reason). A session
-//! that escalated stays on CPython, so its later snippets see its state, and it
-//! takes along the JSON-serializable variables it had set in Monty. Limits are
-//! verdicts and never escalate.
+//! that escalates takes along the JSON-serializable variables, imports and
+//! functions it had set in Monty; after each run in CPython it comes back to
+//! Monty the same way when all its state can be held there (JSON values and
+//! functions whose source Monty runs), and stays on CPython otherwise.
+//! Limits are verdicts and never escalate.
 
 use parking_lot::Mutex;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -160,23 +162,6 @@ impl Router {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
-        if let Some(fallback) = &self.fallback
-            && self.escalated().contains(&session)
-        {
-            let ran = fallback
-                .run_with_globals(session, run, tools, control, None)
-                .await;
-            if ran.no_worker {
-                // Its CPython state went with its worker, and none can start
-                // (the Docker engine stopped, say): back to Monty, afresh, so
-                // snippets Monty can run keep working.
-                self.escalated().remove(&session);
-                self.monty.end_session(session);
-            }
-            let mut execution = ran.execution;
-            execution.escalated = Some("this session moved to CPython earlier".into());
-            return execution;
-        }
         // Only a gateway that can escalate needs the outline.
         let outline = match (&self.fallback, &run.outline) {
             (Some(_), Some(read)) => read.clone(),
@@ -189,11 +174,44 @@ impl Router {
             (None, _) => Arc::default(),
         };
         if let Some(fallback) = &self.fallback
-            && let Some(reason) = unsupported_import(&outline.imports)
+            && self.escalated().contains(&session)
+        {
+            let (version, persist) = (run.version, run.persist);
+            let ran = fallback
+                .run_with_globals(session, run, tools.clone(), control, None)
+                .await;
+            let mut execution = ran.execution;
+            execution.escalated = Some("this session moved to CPython earlier".into());
+            if ran.no_worker {
+                // Its CPython state went with its worker, and none can start
+                // (the Docker engine stopped, say): back to Monty, afresh, so
+                // snippets Monty can run keep working.
+                self.escalated().remove(&session);
+                self.carried().remove(&session);
+                self.monty.end_session(session);
+            } else {
+                self.carried().entry(session).or_default().add(&outline);
+                let back = Back {
+                    tools,
+                    version,
+                    persist,
+                };
+                self.come_back(fallback, session, &mut execution, back)
+                    .await;
+            }
+            return execution;
+        }
+        if let Some(fallback) = &self.fallback
+            && let Some(reason) = unsupported_import(&outline.imports).or_else(|| {
+                outline
+                    .differs_on_monty
+                    .as_ref()
+                    .map(|what| format!("Monty answers {what} differently from CPython"))
+            })
         {
             // Found before running: no tool call can have happened yet.
             return self
-                .escalate(fallback, session, run, tools, control, reason)
+                .escalate(fallback, session, (run, &outline), tools, control, reason)
                 .await;
         }
         let mut execution = self
@@ -229,7 +247,7 @@ impl Router {
                 execution
             }
             Some(fallback) => {
-                self.escalate(fallback, session, run, tools, control, reason)
+                self.escalate(fallback, session, (run, &outline), tools, control, reason)
                     .await
             }
         }
@@ -241,7 +259,7 @@ impl Router {
         &self,
         fallback: &Arc<WorkerEngine>,
         session: SessionId,
-        run: Run,
+        (run, outline): (Run, &syntax::Outline),
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         reason: String,
@@ -249,7 +267,7 @@ impl Router {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
         crate::metrics::escalated();
         self.escalated().insert(session);
-        let carried = self.carried().remove(&session).unwrap_or_default();
+        let mut carried = self.carried().remove(&session).unwrap_or_default();
         let mut globals = self
             .monty_globals(session, &carried.names, tools.clone())
             .await;
@@ -280,18 +298,108 @@ impl Router {
             saved: None,
             ..run.restarted()
         };
+        let back = Back {
+            tools: tools.clone(),
+            version: run.version,
+            persist: run.persist,
+        };
         let ran = fallback
             .run_with_globals(session, run, tools, control, globals)
             .await;
-        if ran.no_worker {
-            // Nothing ran in CPython: the session stays in Monty, state intact.
-            self.escalated().remove(&session);
-        }
         let mut escalated = ran.execution;
         escalated.escalated = Some(reason);
         escalated.warnings.extend(warning);
+        if ran.no_worker {
+            // Nothing ran in CPython: the session stays in Monty, state intact.
+            self.escalated().remove(&session);
+        } else {
+            // What CPython now holds, for the way back.
+            carried.add(outline);
+            self.carried().insert(session, carried);
+            self.come_back(fallback, session, &mut escalated, back)
+                .await;
+        }
         escalated
     }
+
+    /// After a run in CPython: moves the session back to Monty when all
+    /// its CPython state can be held there, so the next run starts on the
+    /// safer (and faster) engine. Its JSON variables go along as values,
+    /// its imports and functions by running their sources in Monty; a
+    /// class, an object, a function whose source is unknown or does not
+    /// run in Monty keeps the session on CPython.
+    async fn come_back(
+        &self,
+        fallback: &Arc<WorkerEngine>,
+        session: SessionId,
+        execution: &mut Execution,
+        back: Back,
+    ) {
+        if execution.error.is_some() {
+            return; // a failed run may have left its state half-made
+        }
+        let (functions, prelude) = {
+            let carried = self.carried();
+            let Some(carried) = carried.get(&session) else {
+                return;
+            };
+            let functions: Vec<String> = carried
+                .definitions
+                .iter()
+                .filter(|(name, _)| !name.is_empty())
+                .map(|(name, _)| name.clone())
+                .collect();
+            (functions, carried.prelude())
+        };
+        let export = Run::new(cpython_export_snippet(&functions), Duration::from_secs(5));
+        let ran = fallback
+            .run_with_globals(
+                session,
+                export,
+                back.tools.clone(),
+                RunControl::default(),
+                None,
+            )
+            .await;
+        let Some(values) = holdable_values(ran.execution.result) else {
+            return;
+        };
+        let load = Run {
+            version: back.version,
+            persist: back.persist,
+            ..Run::new(
+                monty_load_snippet(prelude.as_deref(), &values),
+                Duration::from_secs(10),
+            )
+        };
+        self.monty.end_session(session);
+        let loaded = self
+            .monty
+            .run(session, load, back.tools, RunControl::default())
+            .await;
+        if let Some(error) = loaded.error {
+            tracing::debug!(target: "codemcp::exec", message = %error.message, "session stays on CPython");
+            self.monty.end_session(session);
+            return;
+        }
+        tracing::info!(target: "codemcp::exec", "session back on Monty");
+        self.escalated().remove(&session);
+        self.fallback_end(session);
+        if let Some(carried) = self.carried().get_mut(&session) {
+            carried.names = values.keys().cloned().collect();
+        }
+        if back.persist {
+            // The saved state is Monty's now, so a restart resumes there.
+            execution.snapshot = loaded.snapshot;
+        }
+    }
+}
+
+/// What [`Router::come_back`] needs of the run it follows.
+struct Back {
+    tools: Arc<dyn ToolHost>,
+    version: u64,
+    persist: bool,
 }
 
 impl Engine for Router {
@@ -358,7 +466,9 @@ impl Engine for Router {
 fn unsupported_import(imports: &[String]) -> Option<String> {
     let monty_modules = monty::builtin_module_names();
     for module in imports.iter().map(String::as_str) {
-        if monty_modules.contains(&module) {
+        // Monty runs `from __future__ import annotations` (and the rest of
+        // `__future__`, all no-ops since 3.7).
+        if monty_modules.contains(&module) || module == "__future__" {
             continue;
         }
         if let ImportVerdict::Unsupported { reason } = classify_import(module) {
@@ -381,9 +491,101 @@ fn export_snippet(names: &BTreeSet<String>) -> String {
     code
 }
 
+/// CPython code whose value is `{"values": {...}, "pinned": [...]}`: the
+/// session's variables that JSON holds exactly (exact builtin types only,
+/// so a `Counter` or a tuple is not mistaken for a dict or a list), and the
+/// names Monty could not hold. Modules and names imported from modules come
+/// back by their imports; `functions` come back by their source; the
+/// worker's own names (tools, `ToolError`, `search_tools`) are skipped.
+fn cpython_export_snippet(functions: &[String]) -> String {
+    let functions = serde_json::to_string(functions).unwrap_or_else(|_| "[]".into());
+    format!(
+        r#"def __codemcp_export(ns, carried):
+    import sys, types
+    main = sys.modules.get('__main__')
+    def gateway_made(v):
+        outer = getattr(v, '__qualname__', '').partition('.<locals>.')
+        if outer[1] and getattr(getattr(main, outer[0], None), '__qualname__', None) == outer[0]:
+            return True  # made by a factory of the worker's, as search_tools is
+        for obj in (v, type(v)):
+            n = getattr(obj, '__name__', None)
+            if isinstance(n, str) and getattr(main, n, None) is obj:
+                return True
+        return False
+    def exact(v, depth=0):
+        if depth > 100:
+            return False
+        t = type(v)
+        if v is None or t in (bool, str):
+            return True
+        if t is int:
+            return -(2**63) <= v < 2**63
+        if t is float:
+            return v == v and v not in (float('inf'), float('-inf'))
+        if t is list:
+            return all(exact(x, depth + 1) for x in v)
+        if t is dict:
+            return all(type(k) is str and exact(x, depth + 1) for k, x in v.items())
+        return False
+    values, pinned = {{}}, []
+    for name, value in list(ns.items()):
+        if name.startswith('__') or isinstance(value, types.ModuleType) or gateway_made(value):
+            continue
+        from_main = getattr(value, '__module__', None) == '__main__'
+        if (callable(value) or isinstance(value, type)) and not from_main:
+            continue
+        if isinstance(value, types.FunctionType) and name in carried and value.__name__ == name:
+            continue
+        if exact(value):
+            values[name] = value
+        else:
+            pinned.append(name)
+    return {{'values': values, 'pinned': pinned}}
+__codemcp_export(globals(), set({functions}))
+"#
+    )
+}
+
+/// The values of a CPython export when nothing pins the session there.
+fn holdable_values(result: Option<Value>) -> Option<Map<String, Value>> {
+    let Some(Value::Object(mut report)) = result else {
+        return None;
+    };
+    let pinned = report.get("pinned")?.as_array()?;
+    if !pinned.is_empty() {
+        tracing::debug!(target: "codemcp::exec", ?pinned, "session stays on CPython");
+        return None;
+    }
+    match report.remove("values")? {
+        Value::Object(values) => Some(values),
+        _ => None,
+    }
+}
+
+/// Monty code that sets up a session from CPython's: the imports and
+/// functions, then each variable from its JSON text.
+fn monty_load_snippet(prelude: Option<&str>, values: &Map<String, Value>) -> String {
+    let mut code = String::new();
+    if let Some(prelude) = prelude {
+        code.push_str(prelude);
+        code.push('\n');
+    }
+    code.push_str("import json as __codemcp_json\n");
+    for (name, value) in values {
+        // A JSON string is a Python string literal with the same value
+        // (serde_json leaves non-ASCII unescaped, so no surrogate pairs).
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+        let literal = serde_json::to_string(&text).unwrap_or_else(|_| "'null'".into());
+        code.push_str(&format!("{name} = __codemcp_json.loads({literal})\n"));
+    }
+    code.push_str("None\n");
+    code
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn unsupported(code: &str) -> Option<String> {
         unsupported_import(&syntax::outline(code).imports)
@@ -403,6 +605,27 @@ mod tests {
             "denied, not escalated"
         );
         assert_eq!(unsupported("import pandas"), None, "not a standard module");
+        assert_eq!(
+            unsupported("from __future__ import annotations\nx: int = 1"),
+            None,
+            "Monty runs __future__"
+        );
+        assert!(unsupported("import gc").is_some(), "harmless: to CPython");
+    }
+
+    #[test]
+    fn only_sessions_without_pinned_names_come_back() {
+        let back = json!({"values": {"x": [1, "é"]}, "pinned": []});
+        let values = holdable_values(Some(back)).unwrap_or_default();
+        assert_eq!(values.get("x"), Some(&json!([1, "é"])));
+        let stay = json!({"values": {"x": 1}, "pinned": ["obj"]});
+        assert!(holdable_values(Some(stay)).is_none());
+        let code = monty_load_snippet(Some("def f():\n    return 1"), &values);
+        assert!(code.starts_with("def f():"), "{code}");
+        assert!(
+            code.contains(r#"x = __codemcp_json.loads("[1,\"é\"]")"#),
+            "{code}"
+        );
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Outline {
     /// side effect (no decorators, no call in the signature), as
     /// `(name, source)`; imports have an empty name.
     pub definitions: Vec<(String, String)>,
+    /// Code whose answer Monty gives differently without failing (see
+    /// [`silent_difference`]): the router sends it to CPython first.
+    pub differs_on_monty: Option<String>,
 }
 
 /// [`outline`] with a big stack: the parser and the tree walk
@@ -48,8 +51,11 @@ pub fn outline(code: &str) -> Outline {
 pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
     let mut imports = Imports::default();
     imports.visit_body(body);
+    let mut silent = SilentDifferences::default();
+    silent.visit_body(body);
     let mut outline = Outline {
         imports: imports.modules,
+        differs_on_monty: silent.found,
         ..Outline::default()
     };
     top_level(body, code, &mut outline);
@@ -116,6 +122,48 @@ impl Imports {
         let top = dotted.split('.').next().unwrap_or_default().to_owned();
         if !top.is_empty() && !self.modules.contains(&top) {
             self.modules.push(top);
+        }
+    }
+}
+
+/// Constructs Monty runs to a different answer than CPython, seen in the
+/// source: a generator expression kept in a variable (Monty's can be
+/// iterated again), `id()` (distinct objects can share one) and
+/// `sys.platform` (`"monty"`).
+#[derive(Default)]
+struct SilentDifferences {
+    found: Option<String>,
+}
+
+impl<'a> Visitor<'a> for SilentDifferences {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if self.found.is_some() {
+            return;
+        }
+        if let Stmt::Assign(assign) = stmt
+            && matches!(*assign.value, Expr::Generator(_))
+        {
+            self.found = Some("a generator expression kept in a variable".into());
+            return;
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.found.is_some() {
+            return;
+        }
+        match expr {
+            Expr::Call(call) if matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "id") => {
+                self.found = Some("id()".into());
+            }
+            Expr::Attribute(attr)
+                if attr.attr.as_str() == "platform"
+                    && matches!(&*attr.value, Expr::Name(n) if n.id.as_str() == "sys") =>
+            {
+                self.found = Some("sys.platform".into());
+            }
+            _ => visitor::walk_expr(self, expr),
         }
     }
 }
@@ -229,6 +277,24 @@ impl<'a> Visitor<'a> for Calls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silent_differences_are_seen_in_the_source() {
+        for code in [
+            "g = (x for x in range(3))\nlist(g)",
+            "def f():\n    return id([])\nf()",
+            "import sys\nprint(sys.platform)",
+        ] {
+            assert!(outline(code).differs_on_monty.is_some(), "{code}");
+        }
+        for code in [
+            "sum(x for x in range(3))",
+            "ident = 1\nident",
+            "platform = 'x'",
+        ] {
+            assert_eq!(outline(code).differs_on_monty, None, "{code}");
+        }
+    }
 
     #[test]
     fn imports_are_found_in_every_form() {

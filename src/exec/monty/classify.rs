@@ -55,6 +55,23 @@ pub fn classify(exc: &MontyException) -> Verdict {
                 reason: feature_from_message(msg),
             }
         }
+        ExcType::TypeError | ExcType::ValueError | ExcType::NotImplementedError
+            if refuses_an_argument(msg) && !raised_by_user(exc) =>
+        {
+            Verdict::Unsupported {
+                reason: format!("this use of a builtin ({msg})"),
+            }
+        }
+        ExcType::TypeError | ExcType::ValueError if monty_only_refusal(msg) => {
+            Verdict::Unsupported {
+                reason: format!("this use of a builtin ({msg})"),
+            }
+        }
+        ExcType::OverflowError if msg.starts_with("Python int too large to convert") => {
+            Verdict::Unsupported {
+                reason: format!("integers this large here ({msg})"),
+            }
+        }
         ExcType::ImportError => missing_module_member(msg).unwrap_or(Verdict::Genuine),
         ExcType::AttributeError => missing_attribute(msg).unwrap_or(Verdict::Genuine),
         ExcType::TypeError if looks_like_protocol_gap(msg) => Verdict::Suspect {
@@ -93,6 +110,46 @@ fn looks_like_monty_gap(msg: &str) -> bool {
     .any(|p| msg.contains(p))
 }
 
+/// Monty's refusal of an argument or a form of a builtin it implements only
+/// in part ("type() bases are not supported", "'flags' argument is not yet
+/// supported"): recognised by its wording's kind, not one by one, minus the
+/// few messages CPython gives in the same words.
+fn refuses_an_argument(msg: &str) -> bool {
+    const CPYTHON_TOO: &[&str] = &[
+        "between instances of",
+        "decoding str is not supported",
+        "to Decimal is not supported",
+    ];
+    (msg.ends_with("not supported")
+        || msg.contains("is not yet supported")
+        || msg.contains("are not yet supported"))
+        && !CPYTHON_TOO.iter().any(|p| msg.contains(p))
+}
+
+/// Refusals CPython does not make in these words: a builtin given an
+/// argument CPython takes (`bytes([1, 2])`, `pow(2, -1, 7)`).
+fn monty_only_refusal(msg: &str) -> bool {
+    const ITERABLES: &[&str] = &[
+        "list",
+        "tuple",
+        "range",
+        "generator",
+        "map",
+        "filter",
+        "zip",
+        "set",
+        "dict",
+    ];
+    if let Some(rest) = msg.strip_prefix("cannot convert '")
+        && let Some((type_name, _)) = rest.split_once("' object to bytes")
+    {
+        return ITERABLES.contains(&type_name);
+    }
+    msg.starts_with("pow() 2nd argument cannot be negative when 3rd argument specified")
+        // CPython's set methods take any number of iterables.
+        || (msg.starts_with("set.") && msg.contains("takes exactly one argument"))
+}
+
 fn raised_by_user(exc: &MontyException) -> bool {
     exc.traceback()
         .last()
@@ -127,12 +184,87 @@ fn missing_attribute(msg: &str) -> Option<Verdict> {
             reason: format!("'{module}.{name}'"),
         });
     }
+    if let Some(rest) = msg.strip_prefix("type object '") {
+        return missing_class_attribute(rest);
+    }
     let rest = msg.strip_prefix('\'')?;
     let (type_name, rest) = rest.split_once("' object has no attribute '")?;
     let name = rest.strip_suffix('\'')?;
+    if name.starts_with("__") && BUILTINS.binary_search(&type_name).is_ok() {
+        // An exception's `__cause__`, `__context__`, `__traceback__`, ...
+        return Some(Verdict::Unsupported {
+            reason: format!("the attribute '{type_name}.{name}'"),
+        });
+    }
     let attrs = TYPE_ATTRS.iter().find(|(t, _)| *t == type_name)?.1;
     (attrs.binary_search(&name).is_ok() || name.starts_with("__")).then(|| Verdict::Unsupported {
         reason: format!("the attribute '{type_name}.{name}'"),
+    })
+}
+
+/// The attributes every class has in CPython (`dir(type)`, less
+/// `__abstractmethods__`, which plain classes lack).
+const CLASS_ATTRS: &[&str] = &[
+    "__annotations__",
+    "__base__",
+    "__bases__",
+    "__basicsize__",
+    "__call__",
+    "__class__",
+    "__delattr__",
+    "__dict__",
+    "__dictoffset__",
+    "__dir__",
+    "__doc__",
+    "__eq__",
+    "__flags__",
+    "__format__",
+    "__ge__",
+    "__getattribute__",
+    "__getstate__",
+    "__gt__",
+    "__hash__",
+    "__init__",
+    "__init_subclass__",
+    "__instancecheck__",
+    "__itemsize__",
+    "__le__",
+    "__lt__",
+    "__module__",
+    "__mro__",
+    "__name__",
+    "__ne__",
+    "__new__",
+    "__or__",
+    "__prepare__",
+    "__qualname__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__repr__",
+    "__ror__",
+    "__setattr__",
+    "__sizeof__",
+    "__str__",
+    "__subclasscheck__",
+    "__subclasses__",
+    "__subclasshook__",
+    "__text_signature__",
+    "__weakref__",
+    "__weakrefoffset__",
+];
+
+/// `type object 'T' has no attribute 'N'`: a class (the agent's or a
+/// builtin type) read for something every CPython class has, or a builtin
+/// type for one of its own methods.
+fn missing_class_attribute(rest: &str) -> Option<Verdict> {
+    let (type_name, rest) = rest.split_once("' has no attribute '")?;
+    let name = rest.strip_suffix('\'')?;
+    let builtin_has = TYPE_ATTRS
+        .iter()
+        .find(|(t, _)| *t == type_name)
+        .is_some_and(|(_, attrs)| attrs.binary_search(&name).is_ok());
+    (builtin_has || CLASS_ATTRS.binary_search(&name).is_ok()).then(|| Verdict::Unsupported {
+        reason: format!("the class attribute '{type_name}.{name}'"),
     })
 }
 
@@ -265,5 +397,89 @@ mod tests {
             Some("the builtin 'super'")
         );
         assert_eq!(classify_missing_name("my_var"), None);
+    }
+
+    #[test]
+    fn refused_builtin_arguments_are_unsupported_by_kind() {
+        for msg in [
+            "type() bases are not supported",
+            "'flags' argument is not yet supported",
+            "callable replacement is not yet supported in re.sub()",
+        ] {
+            assert!(
+                matches!(
+                    classify(&exc(ExcType::TypeError, msg)),
+                    Verdict::Unsupported { .. }
+                ),
+                "{msg}"
+            );
+        }
+        // CPython's own words stay the agent's bug.
+        assert_eq!(
+            classify(&exc(ExcType::TypeError, "decoding str is not supported")),
+            Verdict::Genuine
+        );
+        assert!(matches!(
+            classify(&exc(
+                ExcType::TypeError,
+                "'<' not supported between instances of 'A' and 'A'"
+            )),
+            Verdict::Suspect { .. }
+        ));
+    }
+
+    #[test]
+    fn missing_class_dunders_are_unsupported() {
+        for name in ["__qualname__", "__mro__", "__subclasses__", "__dict__"] {
+            let msg = format!("type object 'Foo' has no attribute '{name}'");
+            assert!(
+                matches!(
+                    classify(&exc(ExcType::AttributeError, &msg)),
+                    Verdict::Unsupported { .. }
+                ),
+                "{msg}"
+            );
+        }
+        for msg in [
+            "cannot convert 'list' object to bytes",
+            "pow() 2nd argument cannot be negative when 3rd argument specified",
+        ] {
+            assert!(
+                matches!(
+                    classify(&exc(ExcType::TypeError, msg)),
+                    Verdict::Unsupported { .. }
+                ),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            classify(&exc(
+                ExcType::TypeError,
+                "cannot convert 'float' object to bytes"
+            )),
+            Verdict::Genuine
+        );
+        assert!(CLASS_ATTRS.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(
+            classify(&exc(
+                ExcType::AttributeError,
+                "type object 'int' has no attribute 'from_bytes'"
+            )),
+            Verdict::Unsupported { .. }
+        ));
+        assert_eq!(
+            classify(&exc(
+                ExcType::AttributeError,
+                "type object 'Foo' has no attribute 'colour'"
+            )),
+            Verdict::Genuine
+        );
+        assert!(matches!(
+            classify(&exc(
+                ExcType::OverflowError,
+                "Python int too large to convert to C ssize_t"
+            )),
+            Verdict::Unsupported { .. }
+        ));
     }
 }
