@@ -334,6 +334,7 @@ fn check_prints_montys_cpython_and_the_workers() {
         )),
         "{text}"
     );
+}
 
 #[tokio::test]
 async fn type_with_bases_escalates() {
