@@ -354,7 +354,10 @@ fn every_variable_has_its_flag_and_help() {
         read.push(var);
     }
     read.sort();
-    let mut expected = VARIABLES.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
+    let mut expected = VARIABLES
+        .iter()
+        .map(|v| (*v).to_owned())
+        .collect::<Vec<_>>();
     expected.sort();
     assert_eq!(read, expected);
     let help = command.render_long_help().to_string();
