@@ -160,6 +160,8 @@ fn raw_gateway(setup: &Setup, lines: &[String]) -> std::process::Child {
         .env("CODEMCP_MONTY_BIN", support::monty_bin())
         .env("CODEMCP_FALLBACK", "none")
         .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
+        // Remembered catalogs (and other state) per test, not in $HOME.
+        .env("XDG_STATE_HOME", setup.config().with_file_name("state"))
         .env("CODEMCP_LOG", "warn")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -179,38 +181,42 @@ fn raw_gateway(setup: &Setup, lines: &[String]) -> std::process::Child {
 async fn a_script_piping_its_requests_gets_every_answer() {
     use std::io::Read as _;
     let setup = Setup::new(json!({"odd": odd(json!({}))}));
-    let mut child = raw_gateway(
-        &setup,
-        &[
-            INITIALIZE.to_owned(),
-            INITIALIZED.to_owned(),
-            call_line(2, "6 * 7"),
-            call_line(3, "import time\ntime.sleep(0.4)\nodd_pid() > 0"),
-        ],
-    );
-    drop(child.stdin.take()); // end of input
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("read the answers");
-    let status = child.wait().expect("gateway exits");
-    assert!(status.success(), "{status}");
-    let answers: Vec<serde_json::Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let result = |id: u32| {
-        answers
-            .iter()
-            .find(|a| a["id"] == id)
-            .map(|a| a["result"]["structuredContent"].clone())
-            .unwrap_or_else(|| panic!("no answer {id} in {out}"))
-    };
-    assert_eq!(result(2)["result"], 42, "{out}");
-    assert_eq!(result(3)["result"], true, "{out}");
+    // The second round starts with the server's catalog remembered: its
+    // requests must still wait for the server itself, not only its catalog.
+    for _round in 0..2 {
+        let mut child = raw_gateway(
+            &setup,
+            &[
+                INITIALIZE.to_owned(),
+                INITIALIZED.to_owned(),
+                call_line(2, "6 * 7"),
+                call_line(3, "import time\ntime.sleep(0.4)\nodd_pid() > 0"),
+            ],
+        );
+        drop(child.stdin.take()); // end of input
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .expect("read the answers");
+        let status = child.wait().expect("gateway exits");
+        assert!(status.success(), "{status}");
+        let answers: Vec<serde_json::Value> = out
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let result = |id: u32| {
+            answers
+                .iter()
+                .find(|a| a["id"] == id)
+                .map(|a| a["result"]["structuredContent"].clone())
+                .unwrap_or_else(|| panic!("no answer {id} in {out}"))
+        };
+        assert_eq!(result(2)["result"], 42, "{out}");
+        assert_eq!(result(3)["result"], true, "{out}");
+    }
 }
 
 /// A client killed outright: its end of stdout closes with its end of stdin, and

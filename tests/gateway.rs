@@ -277,7 +277,16 @@ async fn upstream_tool_changes_reach_our_clients() {
         client.wait_changed(Duration::from_secs(10)).await,
         "no notifications/tools/list_changed"
     );
-    assert!(client.description().await.contains("odd_late_tool"));
+    // The server's own join may have been announced too (a notification
+    // already pending), so look again after each one, within a bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !client.description().await.contains("odd_late_tool") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the description never named odd_late_tool"
+        );
+        client.wait_changed(Duration::from_secs(1)).await;
+    }
     assert_eq!(client.exec("odd_late_tool()").await.result(), "late_tool");
 }
 

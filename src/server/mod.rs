@@ -54,7 +54,7 @@ pub enum ServerError {
 pub async fn serve_stdio(shared: Arc<GatewayState>) -> Result<(), ServerError> {
     let catalog = shared.catalog.clone();
     let gateway = Gateway::new_session(shared);
-    let upstreams_ready = Box::pin(async move { catalog.ready().await });
+    let upstreams_ready = Box::pin(async move { catalog.settled().await });
     let input = stdin::WatchedStdin::new(gateway.closing(), upstreams_ready);
     let running = gateway
         .serve((input, stdio::output()))

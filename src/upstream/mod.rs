@@ -322,14 +322,6 @@ impl Catalog {
         catalog
     }
 
-    /// Waits until every server's first connection attempt finished (servers
-    /// with a remembered catalog are never waited for), or until
-    /// `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
-    /// Requests that need the tools await this; `initialize` does not.
-    pub async fn ready(&self) {
-        self.inner.startup.ready().await;
-    }
-
     /// The SDK for the tools known right now.
     pub fn sdk(&self) -> Arc<Sdk> {
         self.inner.current_sdk()

@@ -80,6 +80,15 @@ impl Startup {
         let _ = pending.wait_for(|n| *n == 0).await;
     }
 
+    /// Every server had its first attempt, remembered or not, or the startup
+    /// wait after launch elapsed: what requests piped into stdio wait for
+    /// before the gateway starts to count down after stdin ends.
+    pub(super) async fn settled(&self) {
+        let deadline = tokio::time::Instant::from_std(self.launched + self.wait);
+        let mut pending = self.pending.subscribe();
+        let _ = tokio::time::timeout_at(deadline, pending.wait_for(|n| *n == 0)).await;
+    }
+
     /// Every server without a remembered catalog had its first attempt, or
     /// the startup wait after launch elapsed, whichever is first.
     pub(super) async fn ready(&self) {
@@ -166,6 +175,23 @@ pub(super) async fn report_startup(inner: Weak<Inner>) {
         let late: Vec<String> = inner.connecting().into_iter().map(|c| c.server).collect();
         let wait_ms = inner.startup.wait_ms();
         tracing::info!(target: "codemcp::upstream", servers = ?late, wait_ms, "startup wait elapsed or catalog remembered; serving without the servers still connecting, which join when up");
+    }
+}
+
+impl super::Catalog {
+    /// Waits until every server's first connection attempt finished (servers
+    /// with a remembered catalog are never waited for), or until
+    /// `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
+    /// Requests that need the tools await this; `initialize` does not.
+    pub async fn ready(&self) {
+        self.inner.startup.ready().await;
+    }
+
+    /// Every server had its first attempt (a remembered one too), or the
+    /// startup wait is over: unlike [`Catalog::ready`], a call to any server
+    /// then no longer waits for its start.
+    pub async fn settled(&self) {
+        self.inner.startup.settled().await;
     }
 }
 
