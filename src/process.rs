@@ -49,7 +49,8 @@ pub fn raise_open_file_limit() {
     let before = limit.rlim_cur;
     let wanted = limit.rlim_max.min(ENOUGH);
     if before >= wanted {
-        tracing::info!(target: "codemcp::process", soft = before, hard = limit.rlim_max, "open-files limit");
+        // Unchanged: nothing worth an info line on every command (even `--help`).
+        tracing::debug!(target: "codemcp::process", soft = before, hard = limit.rlim_max, "open-files limit");
         return;
     }
     limit.rlim_cur = wanted;

@@ -226,14 +226,14 @@ fn resolve_path_with(cli: Option<&Path>, env: &dyn Fn(&str) -> Option<PathBuf>) 
 /// # Errors
 /// A missing file at the default location gives an empty config; a missing
 /// explicit file is [`ConfigError::Missing`]. Otherwise as [`parse`], or
-/// [`ConfigError::Read`] when the file cannot be read.
+/// [`ConfigError::Unsafe`] when the file cannot be read or is no regular file.
 pub fn load(path: &ConfigPath) -> Result<UpstreamConfig, ConfigError> {
     let Some(file) = path.path() else {
         return Ok(UpstreamConfig::default());
     };
-    let text = match std::fs::read_to_string(file) {
+    let text = match crate::secure_file::read_trusted_text(file, &super::CONFIG_FILE) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+        Err(err) if err.is_missing() => {
             if let ConfigPath::Explicit { path, from } = path {
                 return Err(ConfigError::Missing {
                     path: path.clone(),
@@ -243,12 +243,7 @@ pub fn load(path: &ConfigPath) -> Result<UpstreamConfig, ConfigError> {
             tracing::debug!(target: "codemcp::config", path = %file.display(), "no config file; no upstream servers");
             return Ok(UpstreamConfig::default());
         }
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: file.to_owned(),
-                source,
-            });
-        }
+        Err(err) => return Err(err.into()),
     };
     let mut config = parse(&text, file, &|name| std::env::var(name).ok())?;
     super::self_ref::skip_self_references(&mut config, &super::self_ref::SelfBinaries::detect());

@@ -44,6 +44,12 @@ pub enum ConfigError {
         source: std::io::Error,
     },
 
+    /// The path is not a regular file (a FIFO, a device, a directory) or is
+    /// larger than [`CONFIG_FILE`] allows: refused unread, so it cannot hang
+    /// or flood the gateway.
+    #[error(transparent)]
+    Unsafe(#[from] crate::secure_file::UnsafeFile),
+
     /// The file is not valid JSON (with comments), or a top-level section has
     /// the wrong shape, or two servers share a name. `line` and `column` are
     /// 1-based and count bytes, as `serde_json` does.
@@ -68,3 +74,14 @@ pub enum ConfigError {
         expected: String,
     },
 }
+
+/// How a config file is read (`load`, `enable`/`disable`): any owner (it is
+/// the user's own file), but a regular file of at most 4 MiB, opened without
+/// blocking, so a FIFO or a device in its place is refused at once.
+pub(crate) const CONFIG_FILE: crate::secure_file::Rules = crate::secure_file::Rules {
+    what: "config file",
+    max_bytes: 4 << 20,
+    follow_symlink: true,
+    owner: crate::secure_file::Owner::Anyone,
+    private_writes: false,
+};

@@ -15,6 +15,7 @@ mod lazy;
 pub mod oauth;
 mod progress;
 mod reconfigure;
+mod relist;
 mod remembered;
 pub mod resources;
 mod result;
@@ -22,7 +23,7 @@ mod startup;
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
@@ -315,7 +316,7 @@ impl Catalog {
             startup::launch(&catalog.inner, upstream);
         }
         tokio::spawn(startup::report_startup(Arc::downgrade(&catalog.inner)));
-        tokio::spawn(refresh_on_change(
+        tokio::spawn(relist::refresh_on_change(
             Arc::downgrade(&catalog.inner),
             changes_rx,
         ));
@@ -649,35 +650,6 @@ fn remember(upstream: &Upstream, remembered: &remembered::Remembered, default: D
     status.connecting = upstream.config.start != Start::Lazy;
     drop(status);
     replace_tools(upstream, tools, default);
-}
-
-/// Re-lists a server's tools whenever it says they changed.
-async fn refresh_on_change(inner: Weak<Inner>, mut changes: mpsc::UnboundedReceiver<String>) {
-    while let Some(server) = changes.recv().await {
-        let Some(inner) = inner.upgrade() else { return };
-        let Some(upstream) = inner.upstream(&server) else {
-            continue;
-        };
-        let listed = {
-            let conn = upstream.conn.lock().await;
-            match &conn.client {
-                Some(client) => Some(connection::list_tools(client, &server).await),
-                None => None,
-            }
-        };
-        match listed {
-            Some(Ok(tools)) => {
-                write(&upstream.status).tools = tools.len();
-                if replace_tools(&upstream, tools, inner.policy_default) {
-                    inner.rebuild_sdk(true);
-                }
-            }
-            Some(Err(e)) => {
-                tracing::warn!(target: "codemcp::upstream", %server, error = %e, "re-listing tools failed")
-            }
-            None => {}
-        }
-    }
 }
 
 // Poisoning only means another thread panicked mid-update of plain data; the

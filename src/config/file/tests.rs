@@ -610,10 +610,25 @@ fn load_reads_the_file() {
 }
 
 #[test]
-fn a_directory_is_a_read_error() {
+fn a_directory_fifo_or_huge_file_is_refused_unread() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let err = load(&ConfigPath::Default(dir.path().to_owned())).expect_err("not a file");
-    assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    // A FIFO with no writer would block a plain read forever.
+    let fifo = dir.path().join("fifo.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let err = load(&ConfigPath::Default(fifo)).expect_err("a FIFO");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    let huge = dir.path().join("huge.json");
+    let file = std::fs::File::create(&huge).expect("create");
+    file.set_len(super::super::CONFIG_FILE.max_bytes + 1)
+        .expect("set_len");
+    let err = load(&ConfigPath::Default(huge)).expect_err("too large");
+    assert!(err.to_string().contains("more than the"), "{err}");
 }
 
 #[test]
