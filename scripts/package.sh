@@ -103,6 +103,8 @@ if [ "$TEST" = 1 ]; then
   T=$(now); "$ROOT/packaging/mcpb/test.sh" "$MCPB"; figure "test mcpb  $(took "$T")"
   if [ -n "$IMAGE" ]; then
     T=$(now); "$ROOT/packaging/container/test.sh" "$IMAGE"; figure "test image $(took "$T")"
+    T=$(now); CODEMCP_IMAGE="$IMAGE" "$ROOT/packaging/container/example.sh" test
+    figure "test two gateways + Redis example $(took "$T") (Redis image built when missing)"
   fi
 fi
 say "artifacts in $CODEMCP_DIST (SHA256SUMS, figures.txt)"

@@ -42,7 +42,7 @@ up() {
   mkdir -p "$(dirname "$STATE")"
   (umask 077 && printf 'TOKEN=%s\nURL1=http://127.0.0.1:%s/mcp\nURL2=http://127.0.0.1:%s/mcp\n' \
     "$token" "$(port_of "$P-gw1")" "$(port_of "$P-gw2")" >"$STATE")
-  say "up: $(sed -n 's/^URL/gateway /p' "$STATE" | tr '\n' ' ')(bearer token in $STATE)"
+  say "up: $(sed -n 's/^URL\([12]\)=/gateway \1 /p' "$STATE" | paste -sd, -) (bearer token in $STATE)"
 }
 
 # call URL CODE [SESSION]: the text of one execute_python result.
