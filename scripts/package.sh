@@ -9,7 +9,8 @@
 # and writes the sizes and build times to target/dist/figures.txt.
 #
 # Default: the debug build the tests use (CI compiles nothing again), stripped.
-# --release: `cargo build --release`, stripped: what a release publishes
+# --release: target/release/codemcp (build it first: cargo build --release
+# --locked --ignore-rust-version), stripped: what a release publishes
 # (docs/releasing.md), plus the cargo-binstall archive codemcp-<v>-<target>.tar.gz.
 # The image needs a Docker engine (scripts/docker-engine.sh); without one it is
 # skipped, except under CI=true.
@@ -29,7 +30,7 @@ done
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export CODEMCP_DIST="${CODEMCP_DIST:-$TARGET_DIR/dist}"
 BUILT="${CODEMCP_BIN:-$TARGET_DIR/debug/codemcp}"
-[ "$PROFILE" = release ] && BUILT="$TARGET_DIR/release/codemcp"
+if [ "$PROFILE" = release ]; then BUILT="$TARGET_DIR/release/codemcp"; fi
 # Every artifact carries this stripped copy (the debug one: 204 MB -> 84 MB).
 export CODEMCP_BIN="$CODEMCP_DIST/bin/codemcp"
 # shellcheck source=packaging/lib.sh
@@ -42,12 +43,10 @@ now() { date +%s%N; }
 took() { echo "$(( ($(now) - $1) / 1000000 )) ms"; }
 figure() { echo "$*" | tee -a "$FIGURES" >&2; }
 
-if [ "$PROFILE" = release ]; then
-  T=$(now)
-  (cd "$ROOT" && cargo build --release --locked --ignore-rust-version --bin codemcp)
-  figure "cargo      release build in $(took "$T")"
+if [ "$PROFILE" = release ] && [[ "$CODEMCP_GITHUB_REPO" == OWNER/* ]]; then
+  die "packaging/identity.env still has placeholders: set the repository and names first (docs/releasing.md)"
 fi
-[ -x "$BUILT" ] || die "no binary at $BUILT: cargo build --ignore-rust-version (or set CODEMCP_BIN)"
+[ -x "$BUILT" ] || die "no binary at $BUILT: cargo build --ignore-rust-version ${PROFILE/dev/} (or set CODEMCP_BIN)"
 strip -o "$CODEMCP_BIN" "$BUILT"
 figure "binary     $BUILT $(size_mb "$BUILT"), stripped $(size_mb "$CODEMCP_BIN")"
 if [ "$PROFILE" = release ]; then

@@ -33,7 +33,7 @@ for part in [cfg["command"]] + cfg.get("args", []):
     print(part.replace("${__dirname}", ext))
 PY
 )
-OUT="$(env -i PATH=/nonexistent HOME="$WORK/home" "$(real_python)" "$PKG_ROOT/packaging/mcp_client.py" \
+OUT="$(env -i PATH=/nonexistent HOME="$WORK/home" CODEMCP_FALLBACK=none "$(real_python)" "$PKG_ROOT/packaging/mcp_client.py" \
   stdio 'print(sum(range(10)) * 2 - 48)' -- "${CMD[@]}")"
 case "$OUT" in
   *42*) say "mcpb OK: $(basename "$BUNDLE") served execute_python over stdio and printed 42" ;;

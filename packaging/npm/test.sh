@@ -15,7 +15,7 @@ mkdir -p "$WORK/home" "$WORK/cwd"
 
 BIN="$(bare_path "$WORK/path" node npx sh)"
 run() {
-  (cd "$WORK/cwd" && env -i PATH="$BIN" HOME="$WORK/home" npm_config_cache="$WORK/cache" \
+  (cd "$WORK/cwd" && env -i PATH="$BIN" HOME="$WORK/home" CODEMCP_FALLBACK=none npm_config_cache="$WORK/cache" \
     npm_config_update_notifier=false npm_config_audit=false npm_config_fund=false "$@")
 }
 # The platform package enters the cache by its tarball; npx resolves the
