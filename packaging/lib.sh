@@ -26,8 +26,12 @@ render() {
   local args=(-e "s|@VERSION@|$VERSION|g" -e "s|@CODEMCP_GITHUB_REPO@|$CODEMCP_GITHUB_REPO|g"
     -e "s|@CODEMCP_MCP_NAME@|$CODEMCP_MCP_NAME|g" -e "s|@CODEMCP_PYPI_NAME@|$CODEMCP_PYPI_NAME|g"
     -e "s|@CODEMCP_NPM_NAME@|$CODEMCP_NPM_NAME|g")
+  local value
   for pair in "$@"; do
-    args+=(-e "s|@${pair%%=*}@|${pair#*=}|g")
+    value="${pair#*=}"
+    value="${value//&/\\&}" # sed's replacement: & is the match, | our delimiter
+    value="${value//|/\\|}"
+    args+=(-e "s|@${pair%%=*}@|$value|g")
   done
   sed "${args[@]}" "$template" >"$out"
   if grep -n '@[A-Z_]*@' "$out" >&2; then
