@@ -3,7 +3,7 @@
 //! connection tells the agent.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -12,9 +12,6 @@ use serde_json::{Map, Value};
 use super::{Catalog, UpstreamError, tool_value};
 use crate::exec::{ToolFailure, ToolHost};
 use crate::sdk::Sdk;
-
-/// The longest a call waits for a server that is still starting.
-const STARTING_WAIT: Duration = Duration::from_secs(10);
 
 impl Catalog {
     /// Calls one upstream tool with the per-call timeout. A stdio server whose
@@ -32,8 +29,14 @@ impl Catalog {
         let looking = crate::timing::start();
         upstream.touch();
         let live = if upstream.starting() {
-            // Bounded: the agent's run has its own deadline to keep.
-            let wait = self.inner.tool_timeout.min(STARTING_WAIT);
+            // As long as the server's own handshake may take (the operator's
+            // `handshakeTimeout`, 30 s by default: a fixed 10 s failed calls
+            // to servers that start slowly on a loaded machine), never longer
+            // than one tool call may; the run's own deadline still applies.
+            let wait = self
+                .inner
+                .tool_timeout
+                .min(upstream.config.handshake_timeout);
             match tokio::time::timeout(wait, self.inner.peer(&upstream)).await {
                 Ok(Ok(live)) => live,
                 // Down: its backoff holds; the status says why it failed.
