@@ -63,6 +63,15 @@ def args() -> argparse.Namespace:
     return a
 
 
+STATELESS_HTTP = ("2026-07-28 over HTTP has no MCP session: each call without the handle "
+                  "starts a new session")
+
+
+def stateless(target: str, protocol: Any) -> bool:
+    """Whether implicit state cannot exist: the 2026-07-28 protocol over HTTP."""
+    return target == "http" and str(protocol)[:1].isdigit() and str(protocol) >= "2026-07-28"
+
+
 def structured(result: Any) -> dict[str, Any]:
     """structuredContent of a CallToolResult (a model or a dict), else {}."""
     if isinstance(result, dict):
@@ -98,13 +107,18 @@ class Report:
         else:
             self.fail(cell, what)
 
-    async def run(self, cell: str, body: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
-        """Runs one cell; an exception or a timeout fails it (the next cells still run)."""
+    async def run(self, cell: str, body: Callable[[], Awaitable[None]], timeout: float | None = 60) -> None:
+        """Runs one cell; an exception or a timeout fails it (the next cells still run). A body
+        that enters contexts which outlive it (connecting) runs without a deadline (timeout=None):
+        their cancel scopes must not be exited inside another."""
         import anyio
 
         try:
-            with anyio.fail_after(timeout):
+            if timeout is None:
                 await body()
+            else:
+                with anyio.fail_after(timeout):
+                    await body()
         except Exception as e:  # noqa: BLE001 - any failure is the cell's verdict
             self.fail(cell, describe(e))
             print(f"probe: {cell}: {traceback.format_exc()}", file=sys.stderr)
@@ -139,7 +153,9 @@ class Unsupported(Exception):
 class Adapter:
     """One framework's MCP client. `open` makes a new connection (over stdio a new gateway)."""
 
-    label = ""
+    def title(self) -> str:
+        """The framework and its versions (read at run time: each lives in another venv)."""
+        raise NotImplementedError
 
     def __init__(self, a: Any, changed: anyio.Event, asked: list[Any], progress: list[float]) -> None:
         self.a, self.changed, self.asked, self.progress = a, changed, asked, progress
@@ -162,6 +178,9 @@ class Adapter:
     # What the framework cannot do, by cell (None: it can).
     approval_gap: str | None = None
     progress_gap: str | None = None
+    list_changed_gap = "the framework did not learn of the new tool"
+    # Why a cancelled call's run may go on (None: a run that goes on fails the cell).
+    cancel_gap: str | None = None
     # Each call opens a connection of its own (over stdio a gateway of its own).
     per_call_sessions = False
 

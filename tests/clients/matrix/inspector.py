@@ -27,7 +27,13 @@ SDK = os.environ.get("INSPECTOR_SDK", "?")
 
 def cli(*options: str) -> Any:
     """One CLI run; its stdout as JSON (a failure raises with stderr)."""
-    target = [A.url] if A.target == "http" else A.command
+    # The Inspector 2.x hands a stdio server only the environment given with -e (INSPECTOR_PASS_ENV=1).
+    env = []
+    if os.environ.get("INSPECTOR_PASS_ENV") == "1":
+        for k, v in os.environ.items():
+            if k.startswith(("CODEMCP_", "XDG_")):
+                env += ["-e", f"{k}={v}"]
+    target = [A.url] if A.target == "http" else [*env, *A.command]
     run = subprocess.run([NODE, JS, "--cli", *target, *options], capture_output=True, text=True,
                          timeout=90, stdin=subprocess.DEVNULL)
     try:
@@ -72,6 +78,8 @@ def main() -> None:
         s = call(c.APPROVAL)
         if s.get("result") == "sent to a@b.c":
             return r.fail("approval", "the ask tool ran without asking")
+        if "elicitation" not in json.dumps(s.get("error")):
+            return r.fail("approval", f"refused for another reason: {s.get('error') or s}")
         r.unsupported("approval", "the CLI declares no elicitation; the call is refused, nothing runs")
 
     def resources() -> None:

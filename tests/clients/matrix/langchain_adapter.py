@@ -16,8 +16,14 @@ from common import Adapter, args_of
 
 
 class Langchain(Adapter):
-    label = f"langchain-mcp-adapters {pkg_version('langchain-mcp-adapters')} (mcp {pkg_version('mcp')})"
+
+    def title(self) -> str:
+        return f"langchain-mcp-adapters {pkg_version('langchain-mcp-adapters')} (mcp {pkg_version('mcp')})"
     per_call_sessions = True
+    cancel_gap = ("cancelling a call's task sends no notifications/cancelled (mcp 1.x), nor ends its "
+                  "session: the run goes on")
+    list_changed_gap = ("no callback for notifications/tools/list_changed; get_tools() lists afresh, "
+                        "over stdio from a gateway of its own")
 
     async def open(self, stack: AsyncExitStack) -> Any:
         from langchain_mcp_adapters.callbacks import Callbacks
