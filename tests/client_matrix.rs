@@ -268,10 +268,19 @@ async fn run(probe: &Probe, transport: &str) -> Value {
     };
     let output = tokio::time::timeout(Duration::from_secs(300), command.output()).await;
     let report = match output {
-        Ok(Ok(out)) => serde_json::from_slice::<Value>(&out.stdout).unwrap_or_else(|_| {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            failed(&format!("the probe printed no report: {}", tail(&stderr)))
-        }),
+        Ok(Ok(out)) => {
+            // Each probe's stderr (the clients' own logs), for a failing cell's story.
+            let logs = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("client-matrix");
+            let _ = std::fs::create_dir_all(&logs);
+            let _ = std::fs::write(
+                logs.join(format!("{}-{transport}.stderr", probe.id)),
+                &out.stderr,
+            );
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or_else(|_| {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                failed(&format!("the probe printed no report: {}", tail(&stderr)))
+            })
+        }
         Ok(Err(e)) => failed(&format!("the probe did not start: {e}")),
         Err(_) => failed("the probe took longer than 300 s"),
     };

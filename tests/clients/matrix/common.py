@@ -157,8 +157,8 @@ class Adapter:
         """The framework and its versions (read at run time: each lives in another venv)."""
         raise NotImplementedError
 
-    def __init__(self, a: Any, changed: anyio.Event, asked: list[Any], progress: list[float]) -> None:
-        self.a, self.changed, self.asked, self.progress = a, changed, asked, progress
+    def __init__(self, a: Any, changes: list[str], asked: list[Any], progress: list[float]) -> None:
+        self.a, self.changes, self.asked, self.progress = a, changes, asked, progress
 
     async def open(self, stack: AsyncExitStack) -> Any:
         raise NotImplementedError
@@ -179,6 +179,7 @@ class Adapter:
     approval_gap: str | None = None
     progress_gap: str | None = None
     list_changed_gap = "the framework did not learn of the new tool"
+    connect_note = ""
     # Why a cancelled call's run may go on (None: a run that goes on fails the cell).
     cancel_gap: str | None = None
     # Each call opens a connection of its own (over stdio a gateway of its own).

@@ -36,7 +36,7 @@ class OpenAIAgents(Adapter):
 
         async def on_message(message: Any) -> None:
             if type(getattr(message, "root", message)).__name__ == "ToolListChangedNotification":
-                self.changed.set()
+                self.changes.append("notification")
 
         # The default client_session_timeout_seconds (5 s) fails calls that take longer.
         common = {"client_session_timeout_seconds": 120, "message_handler": on_message, "name": "codemcp"}
@@ -88,7 +88,7 @@ class PydanticAI(Adapter):
 
         async def on_message(message: Any) -> None:
             if type(getattr(message, "root", message)).__name__ == "ToolListChangedNotification":
-                self.changed.set()
+                self.changes.append("notification")
 
         if self.a.target == "stdio":
             from fastmcp.client.transports import StdioTransport
@@ -137,10 +137,10 @@ except ImportError:
 class Probe:
     def __init__(self, a: Any) -> None:
         self.a = a
-        self.changed = anyio.Event()
+        self.changes: list[str] = []
         self.asked: list[Any] = []
         self.progress: list[float] = []
-        self.ad = ADAPTERS[a.client](a, self.changed, self.asked, self.progress)
+        self.ad = ADAPTERS[a.client](a, self.changes, self.asked, self.progress)
         self.r = c.Report(self.ad.title())
 
     async def main(self) -> None:
@@ -152,7 +152,7 @@ class Probe:
                 nonlocal h
                 h = await ad.open(stack)
                 r.out["protocol"] = ad.protocol(h)
-                r.passed("connect")
+                r.passed("connect", ad.connect_note)
 
             await r.run("connect", connect, timeout=None)
             if h is None:
@@ -210,17 +210,26 @@ class Probe:
 
     async def list_changed(self, h: Any) -> None:
         name = f"late_{self.a.tag}"
+        before = len(self.changes)  # earlier changes (the upstream coming up) do not count
         await self.ad.call(h, c.add_tool(name))
         with anyio.move_on_after(10):
-            await self.changed.wait()
-        listed = any(f"odd_{name}(" in d for _, d in await self.ad.tools(h))
-        if self.changed.is_set():
+            while len(self.changes) == before:
+                await anyio.sleep(0.1)
+        notified = len(self.changes) > before
+        listed = False
+        with anyio.move_on_after(10):  # a notification may come before the gateway's catalog has the tool
+            while not listed:
+                listed = any(f"odd_{name}(" in d for _, d in await self.ad.tools(h))
+                if not (listed or notified):
+                    break
+                await anyio.sleep(0.3)
+        if notified:
             return self.r.check("list_changed", listed, "notified, but the new tool is not listed",
                                 "notifications/tools/list_changed")
         if listed:
             return self.r.passed("list_changed", "no notification reached the framework; it lists the tools again each time")
-        if self.ad.per_call_sessions and self.a.target == "stdio":
-            # Each call had a gateway and upstream of its own: the tool went with the call's upstream.
+        if self.a.target == "stdio":
+            # A new connection would be a new gateway with a new upstream, which lacks the added tool.
             return self.r.unsupported("list_changed", self.ad.list_changed_gap)
         # The gateway has the tool (a new connection lists it): the framework did not learn of it.
         async with AsyncExitStack() as stack:
@@ -254,7 +263,8 @@ class Probe:
         stopped = isinstance(a, int) and b == a + 1
         if not stopped and self.ad.cancel_gap and isinstance(a, int) and isinstance(b, int):
             return self.r.unsupported("cancellation", self.ad.cancel_gap)
-        self.r.check("cancellation", stopped, f"the run kept calling tools (counter {a} then {b}; {errors})",
+        print(f"probe: cancellation: counter {a} then {b} {errors}", file=sys.stderr)
+        self.r.check("cancellation", stopped, "the run kept calling tools after the cancellation",
                      "the task is cancelled")
 
     async def resources(self, h: Any) -> None:
