@@ -305,6 +305,23 @@ fn failed(why: &str) -> Value {
     json!({"client": "?", "cells": cells})
 }
 
+/// `{id: {transport: {cell: status}}}`: the expected statuses.
+type Expected = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
+
+/// The cells `expected` has passing for this probe and transport that `report` does not pass.
+fn lost(expected: &Expected, id: &str, transport: &str, report: &Value) -> Vec<String> {
+    let Some(cells) = expected.get(id).and_then(|t| t.get(transport)) else {
+        return Vec::new();
+    };
+    cells
+        .iter()
+        .filter(|(cell, status)| {
+            *status == "pass" && report["cells"][cell.as_str()]["status"] != "pass"
+        })
+        .map(|(cell, _)| cell.clone())
+        .collect()
+}
+
 /// `{id: {transport: {cell: status}}}` of a matrix.
 fn statuses(matrix: &[Value]) -> BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> {
     let mut out: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
@@ -326,15 +343,26 @@ fn statuses(matrix: &[Value]) -> BTreeMap<String, BTreeMap<String, BTreeMap<Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_passes_the_cells_it_passed_before() {
     let started = Instant::now();
+    let expected_path = repo().join("tests/clients/matrix.expected.json");
+    let expected: Expected =
+        serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap_or_default())
+            .unwrap_or_default();
+    let expected = Arc::new(expected);
     let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL));
     let mut runs = tokio::task::JoinSet::new();
     for (index, probe) in probes().into_iter().enumerate() {
         let probe = Arc::new(probe);
         for (t, transport) in TRANSPORTS.iter().enumerate() {
-            let (probe, limit) = (probe.clone(), limit.clone());
+            let (probe, limit, expected) = (probe.clone(), limit.clone(), expected.clone());
             runs.spawn(async move {
                 let _permit = limit.acquire_owned().await.expect("semaphore");
                 let mut report = run(&probe, transport).await;
+                // A loaded machine can starve a probe (an upstream slow to start): one more try
+                // before a cell that passed before counts as failed.
+                if !lost(&expected, probe.id, transport, &report).is_empty() {
+                    eprintln!("client matrix: {} over {transport}: again", probe.id);
+                    report = run(&probe, transport).await;
+                }
                 report["id"] = json!(probe.id);
                 report["transport"] = json!(transport);
                 (index * TRANSPORTS.len() + t, report)
@@ -361,7 +389,6 @@ async fn every_client_passes_the_cells_it_passed_before() {
     .expect("write client-matrix.json");
     std::fs::write(out.join("client-matrix.md"), &markdown).expect("write client-matrix.md");
 
-    let expected_path = repo().join("tests/clients/matrix.expected.json");
     let docs_path = repo().join("docs/clients.md");
     let actual = statuses(&matrix);
     if std::env::var("UPDATE_MATRIX").as_deref() == Ok("1") {
@@ -371,11 +398,12 @@ async fn every_client_passes_the_cells_it_passed_before() {
         std::fs::write(&docs_path, render::splice(&doc, &markdown)).expect("write docs/clients.md");
         return;
     }
-    let expected: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
-        serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap_or_default())
-            .expect("tests/clients/matrix.expected.json (UPDATE_MATRIX=1 writes it)");
+    assert!(
+        !expected.is_empty(),
+        "tests/clients/matrix.expected.json is missing (UPDATE_MATRIX=1 writes it)"
+    );
     let mut regressions = Vec::new();
-    for (id, transports) in &expected {
+    for (id, transports) in expected.iter() {
         for (transport, cells) in transports {
             for (cell, status) in cells {
                 let now = actual
