@@ -6,12 +6,17 @@
 #                            (scripts/test-deps/package.json + package-lock.json, `npm ci`)
 #   .deps/py2                venv with mcp 2.x (scripts/test-deps/requirements-mcp2.txt)
 #   .deps/py1                venv with mcp 1.x (scripts/test-deps/requirements-mcp1.txt)
+#   .deps/fw2, .deps/fw1     venvs with agent frameworks' MCP clients for the client matrix, on mcp 2.x
+#                            and 1.x (scripts/test-deps/requirements-fw2.txt, requirements-fw1.txt)
+#   .deps/clients-node       npm: the MCP Inspector 2.x and the TypeScript SDK 2.x client, for the
+#                            client matrix (scripts/test-deps/clients/, `npm ci`; runs on node 22)
 #   .deps/env.sh             exports CODEMCP_TEST_NODE_MODULES, CODEMCP_TEST_NODE22, CODEMCP_TEST_PY2,
-#                            CODEMCP_TEST_PY1
+#                            CODEMCP_TEST_PY1, CODEMCP_TEST_FW2, CODEMCP_TEST_FW1,
+#                            CODEMCP_TEST_CLIENTS_NODE_MODULES
 #
 # Idempotent: each component keeps a stamp holding a hash of its pin files (and
 # the toolchain version); it is reinstalled from scratch only when that changes.
-# Usage: scripts/test-deps.sh [--force] [node|py2|py1 ...]   (default: all)
+# Usage: scripts/test-deps.sh [--force] [node|py2|py1|fw2|fw1|clients ...]   (default: all)
 # Env: PYTHON (default python3), NODE (default node), NPM (default npm).
 set -euo pipefail
 
@@ -30,12 +35,12 @@ COMPONENTS=()
 for a in "$@"; do
   case "$a" in
     --force) FORCE=1 ;;
-    node|py2|py1) COMPONENTS+=("$a") ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    node|py2|py1|fw2|fw1|clients) COMPONENTS+=("$a") ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $a" ;;
   esac
 done
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1)
+[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1 fw2 fw1 clients)
 
 mkdir -p "$DEPS"
 
@@ -90,6 +95,34 @@ install_node() {
   log "node: done"
 }
 
+# The client matrix's npm clients, in a tree of their own so that changing them
+# does not reinstall the peers every other test uses.
+install_clients_node() {
+  command -v "$NPM" >/dev/null || die "npm not found"
+  local pins="$PINS/clients" h
+  h="$(echo "clients" | hash_of "$pins/package.json" "$pins/package-lock.json")"
+  if up_to_date clients "$h"; then
+    log "clients: up to date ($DEPS/clients-node/node_modules)"
+    return
+  fi
+  log "clients: installing pinned packages with npm ci into $DEPS/clients-node"
+  local next="$DEPS/clients-node.next"
+  rm -rf "$next" "$DEPS/clients-node.old" "$DEPS/.stamp-clients"
+  mkdir -p "$next"
+  cp "$pins/package.json" "$pins/package-lock.json" "$next/"
+  # The Inspector 2.x asks for node >= 22.19 (the node component's node 22 runs it).
+  "$NPM" ci --prefix "$next" --no-audit --no-fund --loglevel=error --engine-strict=false >&2
+  for f in @modelcontextprotocol/inspector/clients/launcher/build/index.js \
+           @modelcontextprotocol/client/package.json; do
+    [ -f "$next/node_modules/$f" ] || die "clients: expected $next/node_modules/$f after npm ci"
+  done
+  if [ -d "$DEPS/clients-node" ]; then mv "$DEPS/clients-node" "$DEPS/clients-node.old"; fi
+  mv "$next" "$DEPS/clients-node"
+  rm -rf "$DEPS/clients-node.old"
+  echo "$h" >"$DEPS/.stamp-clients"
+  log "clients: done"
+}
+
 make_venv() { # make_venv DIR
   if "$PYTHON" -m venv "$1" >&2; then return; fi
   rm -rf "$1"
@@ -127,6 +160,9 @@ for c in "${COMPONENTS[@]}"; do
     node) install_node ;;
     py2) install_py py2 "$PINS/requirements-mcp2.txt" 2 ;;
     py1) install_py py1 "$PINS/requirements-mcp1.txt" 1 ;;
+    fw2) install_py fw2 "$PINS/requirements-fw2.txt" 2 ;;
+    fw1) install_py fw1 "$PINS/requirements-fw1.txt" 1 ;;
+    clients) install_clients_node ;;
   esac
 done
 
@@ -136,6 +172,9 @@ export CODEMCP_TEST_NODE_MODULES="$DEPS/node/node_modules"
 export CODEMCP_TEST_NODE22="$DEPS/node/node_modules/.bin/node"
 export CODEMCP_TEST_PY2="$DEPS/py2/bin/python"
 export CODEMCP_TEST_PY1="$DEPS/py1/bin/python"
+export CODEMCP_TEST_FW2="$DEPS/fw2/bin/python"
+export CODEMCP_TEST_FW1="$DEPS/fw1/bin/python"
+export CODEMCP_TEST_CLIENTS_NODE_MODULES="$DEPS/clients-node/node_modules"
 EOF
 mv "$DEPS/env.sh.tmp" "$DEPS/env.sh"
 log "wrote $DEPS/env.sh"

@@ -23,6 +23,8 @@ export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 # monty 1.x declares rust-version 1.96; it builds fine on 1.95 with this flag.
 # Stdio gateways run Monty in-process and HTTP gateways in worker processes by
 # default; the second run repeats the core tests with the other placement.
+# This includes tests/client_matrix.rs, the client matrix (every pinned MCP client over stdio
+# and HTTP; about 6 minutes on a loaded 2-core machine, see docs/clients.md).
 cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
