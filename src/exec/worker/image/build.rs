@@ -54,7 +54,9 @@ pub fn pinned(recipe: &Recipe, sources: &Sources) -> Vec<Pinned> {
     let mirror = sources.debian_mirror.trim_end_matches('/');
     let deb = |d: &recipe::Deb| {
         let mut urls = vec![format!("{mirror}/{}", d.path)];
-        if mirror != recipe::SNAPSHOT_MIRROR {
+        // A mirror the operator chose is the only one asked (air-gapped
+        // sites, and tests that must stay on loopback).
+        if mirror == recipe::DEBIAN_MIRROR {
             urls.push(format!("{}/{}", recipe::SNAPSHOT_MIRROR, d.path));
         }
         Pinned {
