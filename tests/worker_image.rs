@@ -124,7 +124,13 @@ async fn setup_docker_builds_the_image_the_gateway_escalates_into() {
     }
     let setup = Setup::new(json!({}));
     let image = "codemcp-worker:selftest";
-    let _ = docker.remove_image(image, None, None).await;
+    let _ = docker
+        .remove_image(
+            image,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
     let env = [("CODEMCP_DOCKER_IMAGE", image), ("CODEMCP_LOG", "warn")];
     let (ok, text, built_in) = codemcp(&setup, &env, &["setup", "docker"]).await;
     assert!(ok, "{text}");
@@ -172,5 +178,11 @@ async fn setup_docker_builds_the_image_the_gateway_escalates_into() {
         built_in.as_secs_f64(),
         first_run.as_secs_f64()
     );
-    let _ = docker.remove_image(image, None, None).await;
+    let _ = docker
+        .remove_image(
+            image,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
 }
