@@ -449,6 +449,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
     }
     match &status.image {
         Some(Ok(image)) => println!("docker image: {image}"),
+        Some(Err(missing)) if status.image_missing => println!("docker image: {missing}"),
         Some(Err(e)) => println!("docker image: NOT usable: {e}"),
         None => println!(
             "docker image: {} (not checked: no engine)",
