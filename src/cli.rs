@@ -116,6 +116,23 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::upstream::oauth::AuthAction,
     },
+    /// Prepare an optional part ahead of time (`setup docker`: build the worker image)
+    Setup {
+        #[command(subcommand)]
+        what: SetupTarget,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SetupTarget {
+    /// Build the CPython worker image (CODEMCP_DOCKER_IMAGE) from the recipe
+    /// this binary carries: pinned Debian packages and the websockets wheel,
+    /// no registry. Needs a running Docker engine.
+    Docker {
+        /// Build even when the image is current
+        #[arg(long)]
+        rebuild: bool,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -195,6 +212,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         Some(Command::Install { client, undo }) => {
             return crate::clients::install::run(&path, *client, *undo);
         }
+        Some(Command::Setup {
+            what: SetupTarget::Docker { rebuild },
+        }) => return setup_docker(&settings, *rebuild).await,
         _ => {}
     }
     let upstreams = config::load(&path).map_err(|e| e.to_string())?;
@@ -311,6 +331,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         | Command::Enable { .. }
         | Command::Disable { .. }
         | Command::Reload { .. }
+        | Command::Setup { .. }
         | Command::Auth { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
@@ -417,13 +438,18 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         },
         Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
     }
-    let status = docker::status(&settings.cpython.docker_image).await;
+    let sources = crate::exec::worker::image::Sources {
+        debian_mirror: settings.cpython.debian_mirror.clone(),
+        pypi_files: settings.cpython.pypi_files.clone(),
+    };
+    let status = docker::status(&settings.cpython.docker_image, &sources).await;
     match &status.engine {
         Ok(version) => println!("docker engine: {version} (answers)"),
         Err(e) => println!("docker engine: NOT usable: {e}"),
     }
     match &status.image {
-        Some(Ok(image)) => println!("docker image: {image} (exists)"),
+        Some(Ok(image)) => println!("docker image: {image}"),
+        Some(Err(missing)) if status.image_missing => println!("docker image: {missing}"),
         Some(Err(e)) => println!("docker image: NOT usable: {e}"),
         None => println!(
             "docker image: {} (not checked: no engine)",
@@ -431,24 +457,35 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         ),
     }
     print_python_versions(settings).await;
-    let docker_usable = matches!(status.image, Some(Ok(_)));
+    // A missing image is built on the first escalation.
+    let docker_usable = matches!(status.image, Some(Ok(_))) || status.image_missing;
     let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
         (Isolation::HostSystem, _) => {
-            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)".to_owned()
+            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
+                .to_owned()
         }
         (Isolation::Docker, _) => format!(
             "every run in CPython in a Docker container (CODEMCP_ISOLATION=DOCKER){}",
-            if docker_usable { "" } else { ": NOT usable, see above" }
+            if docker_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
         ),
         (_, Fallback::Host) => {
             "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)".to_owned()
         }
         (_, Fallback::Docker) => format!(
             "escalates to CPython in Docker containers (CODEMCP_FALLBACK=docker){}",
-            if docker_usable { "" } else { ": NOT usable, see above" }
+            if docker_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
         ),
         (_, Fallback::Auto) if docker_usable => {
-            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: engine and image found)".to_owned()
+            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: the engine answers)"
+                .to_owned()
         }
         (_, Fallback::Auto) => {
             "none (CODEMCP_FALLBACK=auto found no usable Docker: see above)".to_owned()
@@ -456,6 +493,23 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
     };
     println!("cpython fallback: {fallback}");
+}
+
+/// `codemcp setup docker`: builds the worker image unless it is current.
+async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<ExitCode, String> {
+    let sources = crate::exec::worker::image::Sources {
+        debian_mirror: settings.cpython.debian_mirror.clone(),
+        pypi_files: settings.cpython.pypi_files.clone(),
+    };
+    let done = crate::exec::worker::image::setup::setup_docker(
+        &settings.cpython.docker_image,
+        &sources,
+        rebuild,
+        crate::exec::worker::BOOTSTRAP,
+    )
+    .await?;
+    println!("{done}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Monty's CPython target beside the host workers' actual CPython (the

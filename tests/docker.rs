@@ -513,7 +513,9 @@ fn without_an_engine_errors_name_the_fix() {
     );
     assert!(!ok, "{text}");
     assert!(
-        text.contains("scripts/docker-engine.sh") && text.contains("scripts/build-worker-image.sh"),
+        text.contains("scripts/docker-engine.sh")
+            && text.contains("the operator's job")
+            && text.contains("codemcp setup docker"),
         "{text}"
     );
     // auto falls back to no fallback, and the error says how to get one.
@@ -528,22 +530,38 @@ fn without_an_engine_errors_name_the_fix() {
 }
 
 #[tokio::test]
-async fn a_missing_image_names_the_build_script() {
+async fn a_missing_image_is_built_and_a_failed_build_names_the_fix() {
     let Some(_docker) = docker().await else {
         return;
     };
     let setup = Setup::new(json!({}));
+    // Mirrors on a loopback port nobody listens on, and an empty download
+    // cache: the build the missing image starts fails at once, offline.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let nowhere = format!("http://127.0.0.1:{port}");
+    let cache = setup.dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
     let (ok, text) = exec_cli(
         &setup,
         &[
             ("CODEMCP_ISOLATION", "DOCKER"),
             ("CODEMCP_DOCKER_IMAGE", "codemcp-no-such-image:0"),
+            ("CODEMCP_DEBIAN_MIRROR", &nowhere),
+            ("CODEMCP_PYPI_FILES", &nowhere),
+            ("XDG_CACHE_HOME", cache),
         ],
         "1",
     );
     assert!(!ok, "{text}");
     assert!(
-        text.contains("codemcp-no-such-image:0") && text.contains("scripts/build-worker-image.sh"),
+        text.contains("codemcp-no-such-image:0")
+            && text.contains("building it failed")
+            && text.contains("could not be downloaded")
+            && text.contains("codemcp setup docker"),
         "{text}"
     );
 }

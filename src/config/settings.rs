@@ -305,7 +305,8 @@ pub struct CpythonSettings {
     #[arg(value_name = "SECS", default_value = "600")]
     #[arg(global = true, value_parser = Lenient::new(secs))]
     pub worker_idle: Duration,
-    /// The worker image (built by `scripts/build-worker-image.sh`).
+    /// The worker image (built by `codemcp setup docker`, or on the first
+    /// Docker escalation when it is missing).
     #[arg(long = "docker-image", env = "CODEMCP_DOCKER_IMAGE")]
     #[arg(value_name = "IMAGE", default_value = "codemcp-worker:2")]
     #[arg(global = true, value_parser = Lenient::new(text))]
@@ -327,6 +328,17 @@ pub struct CpythonSettings {
     #[arg(value_name = "CPUS", default_value = "1")]
     #[arg(global = true, value_parser = Lenient::new(cpus))]
     pub docker_nano_cpus: u64,
+    /// The Debian mirror the worker image's pinned packages are fetched from
+    /// (each checked against its pinned SHA-256).
+    #[arg(long = "debian-mirror", env = "CODEMCP_DEBIAN_MIRROR")]
+    #[arg(value_name = "URL", default_value = "http://deb.debian.org/debian")]
+    #[arg(global = true, value_parser = Lenient::new(text))]
+    pub debian_mirror: String,
+    /// Where the worker image's pinned `websockets` wheel is fetched from.
+    #[arg(long = "pypi-files", env = "CODEMCP_PYPI_FILES")]
+    #[arg(value_name = "URL", default_value = "https://files.pythonhosted.org")]
+    #[arg(global = true, value_parser = Lenient::new(text))]
+    pub pypi_files: String,
 }
 
 /// Who may reach `serve --http`.

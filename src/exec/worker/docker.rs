@@ -31,12 +31,10 @@ use super::spawn::{Exit, Launched, Spawner};
 pub const DOCKER_ENGINE: &str = "cpython-docker";
 /// The internal bridge network every gateway on this engine shares.
 pub const NETWORK: &str = "codemcp-workers";
-/// Where `scripts/build-worker-image.sh` puts `worker/bootstrap.py`.
+/// Where the image build (`image/`) puts `worker/bootstrap.py`.
 const BAKED_BOOTSTRAP: &str = "/opt/codemcp/bootstrap.py";
 /// The image label holding the SHA-256 of the baked bootstrap.
 const BOOTSTRAP_LABEL: &str = "codemcp.bootstrap.sha256";
-/// The image's CPython version, e.g. `3.14.8`.
-const PYTHON_LABEL: &str = "codemcp.python";
 const WORKER_LABEL: &str = "codemcp.worker";
 const HOST_LABEL: &str = "codemcp.gateway.host";
 const PID_LABEL: &str = "codemcp.gateway.pid";
@@ -50,9 +48,10 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 const ENGINE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The fix for a missing engine or image, named in every such error.
-pub const ENGINE_FIX: &str = "start one with `sudo scripts/docker-engine.sh` (installs Debian's docker.io and starts dockerd), then build the worker image with `scripts/build-worker-image.sh`";
+/// Starting the engine is the operator's job; the image is codemcp's.
+pub const ENGINE_FIX: &str = "starting one is the operator's job: on Debian, as root, `apt-get install docker.io` and run `dockerd` (from codemcp's repository: `sudo scripts/docker-engine.sh`); codemcp then builds its worker image on the first Docker escalation, or ahead of time with `codemcp setup docker`";
 pub const IMAGE_FIX: &str =
-    "build it with `scripts/build-worker-image.sh` (CODEMCP_DOCKER_IMAGE selects another image)";
+    "build it with `codemcp setup docker` (CODEMCP_DOCKER_IMAGE selects another image)";
 
 /// The container limits (`CODEMCP_DOCKER_*`).
 #[derive(Debug, Clone)]
@@ -61,6 +60,8 @@ pub struct DockerConfig {
     pub memory_bytes: u64,
     pub pids: u32,
     pub nano_cpus: u64,
+    /// Where a missing image's inputs are fetched from.
+    pub sources: super::image::Sources,
 }
 
 /// What `codemcp check` reports about Docker.
@@ -69,10 +70,12 @@ pub struct DockerStatus {
     pub engine: Result<String, String>,
     /// Whether the image exists and carries this build's worker code.
     pub image: Option<Result<String, String>>,
+    /// The engine answers but has no such image (built on first use).
+    pub image_missing: bool,
 }
 
 /// Connects and negotiates the API version (Debian's engine speaks 1.41).
-async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
+pub(super) async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
     let no_engine = |detail: String| WorkerError::NoDockerEngine { detail };
     let docker = Docker::connect_with_defaults().map_err(|e| no_engine(e.to_string()))?;
     let answered = tokio::time::timeout(within, async {
@@ -98,59 +101,28 @@ async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
     }
 }
 
-/// The image's bootstrap label; an error when the image does not exist.
-async fn image_bootstrap(docker: &Docker, image: &str) -> Result<Option<String>, WorkerError> {
-    image_label(docker, image, BOOTSTRAP_LABEL).await
-}
-
-/// One label of the image; `Ok(None)` when it has none such.
-async fn image_label(
-    docker: &Docker,
-    image: &str,
-    label: &str,
-) -> Result<Option<String>, WorkerError> {
-    match docker.inspect_image(image).await {
-        Ok(inspect) => Ok(inspect
-            .config
-            .and_then(|c| c.labels)
-            .and_then(|mut labels| labels.remove(label))),
-        Err(DockerApiError::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Err(WorkerError::NoDockerImage {
-            image: image.to_owned(),
-        }),
-        Err(e) => Err(WorkerError::Docker(format!("inspecting {image}: {e}"))),
-    }
-}
-
-/// For `codemcp check`: does an engine answer, does the image exist.
-pub async fn status(image: &str) -> DockerStatus {
+/// For `codemcp check`: does an engine answer, does the image exist and is
+/// it current (its labels), or what is missing.
+pub async fn status(image: &str, sources: &super::image::Sources) -> DockerStatus {
     let (docker, version) = match connect(Duration::from_secs(3)).await {
         Ok(ok) => ok,
         Err(e) => {
             return DockerStatus {
                 engine: Err(e.to_string()),
                 image: None,
+                image_missing: false,
             };
         }
     };
-    // Written by scripts/build-worker-image.sh: the image's own CPython.
-    let python = match image_label(&docker, image, PYTHON_LABEL).await {
-        Ok(Some(version)) => format!("CPython {version}"),
-        _ => "CPython version unknown (no codemcp.python label)".to_owned(),
-    };
-    let image = match image_bootstrap(&docker, image).await {
-        Ok(Some(label)) if label == super::bootstrap_sha256() => Ok(format!(
-            "{image} ({python}; worker code matches this build)"
-        )),
-        Ok(_) => Ok(format!(
-            "{image} ({python}; its worker code differs from this build's: it is passed on the command line; rebuild with scripts/build-worker-image.sh)"
-        )),
-        Err(e) => Err(e.to_string()),
-    };
+    let found = super::image::inspect(&docker, image).await;
+    let image_missing = matches!(found, Ok(super::image::Found::Missing));
+    let image = found.map_err(|e| e.to_string()).and_then(|found| {
+        super::image::setup::describe(image, &found, &super::bootstrap_sha256(), sources)
+    });
     DockerStatus {
         engine: Ok(version),
         image: Some(image),
+        image_missing,
     }
 }
 
@@ -162,6 +134,8 @@ pub(super) struct DockerSpawner {
     network_id: String,
     gateway: Ipv4Addr,
     command: Vec<String>,
+    /// Built on first use when it was missing.
+    image: Arc<super::image::OnDemand>,
     labels: HashMap<String, String>,
     live: Arc<Mutex<HashSet<String>>>,
     /// Whether removing the container's default route can work (root).
@@ -177,11 +151,25 @@ impl DockerSpawner {
         bootstrap: &'static str,
     ) -> Result<Self, WorkerError> {
         let (docker, version) = connect(within).await?;
-        let baked = image_bootstrap(&docker, &config.image).await?;
+        let found = super::image::inspect(&docker, &config.image)
+            .await
+            .map_err(|e| WorkerError::Docker(e.to_string()))?;
+        // A missing image is built by this binary, with this bootstrap baked.
+        let baked = match &found {
+            super::image::Found::Present(labels) => labels.get(BOOTSTRAP_LABEL).cloned(),
+            super::image::Found::Missing => Some(super::bootstrap_sha256()),
+        };
+        let image = super::image::OnDemand::new(
+            docker.clone(),
+            config.image.clone(),
+            found != super::image::Found::Missing,
+            config.sources.clone(),
+            bootstrap,
+        );
         let command = if baked.as_deref() == Some(super::bootstrap_sha256().as_str()) {
             vec!["python3".into(), "-u".into(), BAKED_BOOTSTRAP.into()]
         } else {
-            tracing::warn!(target: "codemcp::worker", image = %config.image, "the image's worker code differs from this build's; passing it on the command line (rebuild: scripts/build-worker-image.sh)");
+            tracing::warn!(target: "codemcp::worker", image = %config.image, "the image's worker code differs from this build's; passing it on the command line (rebuild: codemcp setup docker)");
             vec!["python3".into(), "-u".into(), "-c".into(), bootstrap.into()]
         };
         let (network_id, gateway) = ensure_network(&docker).await?;
@@ -208,6 +196,7 @@ impl DockerSpawner {
             network_id,
             gateway,
             command,
+            image,
             labels,
             live: Arc::default(),
             drop_route,
@@ -372,6 +361,7 @@ impl Spawner for DockerSpawner {
         token: &'a str,
     ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
         Box::pin(async move {
+            self.image.ready().await.map_err(WorkerError::Start)?;
             let watched = self.start(url, token).await?;
             Ok(Box::new(watched) as Box<dyn Launched>)
         })

@@ -10,6 +10,7 @@
 
 mod control;
 pub mod docker;
+pub mod image;
 mod link;
 mod netns;
 mod outcome;
@@ -42,11 +43,11 @@ use crate::sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
 /// The CPython version whose semantics Monty follows: the worker image runs
-/// it (scripts/build-worker-image.sh), and `codemcp check` compares.
+/// it (`image/recipe.rs`), and `codemcp check` compares.
 pub const MONTY_CPYTHON: &str = "3.14";
 
 /// The worker program, baked into the binary.
-const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
+pub(crate) const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
 /// The `websockets` version the worker is tested with.
 pub const WEBSOCKETS_PIN: &str = "websockets>=13,<18";
 /// How long a new worker may take to dial in.
