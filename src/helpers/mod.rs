@@ -149,6 +149,22 @@ impl Helpers {
     }
 }
 
+/// `sdk` as `owner` sees it with its helpers (the description, the stub),
+/// when the gateway keeps helpers.
+pub async fn sdk_for(
+    helpers: Option<&Arc<Helpers>>,
+    owner: &Owner,
+    sdk: Arc<crate::sdk::Sdk>,
+) -> Arc<crate::sdk::Sdk> {
+    match helpers {
+        Some(helpers) => {
+            let docs = helpers.visible(owner).await.docs;
+            Arc::new(sdk.as_ref().clone().with_helpers(docs))
+        }
+        None => sdk,
+    }
+}
+
 /// One principal's view of the helpers, at the start of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Visible {

@@ -528,7 +528,15 @@ impl ServerHandler for Gateway {
         // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
         self.upstreams_ready(&context).await?;
         let identity = Identity::of_request(&context);
-        Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]))
+        let Some(helpers) = self.shared.executor.helpers() else {
+            return Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]));
+        };
+        // The caller's saved helpers are named in its description.
+        let sdk = identity.sdk(&self.shared.catalog);
+        let sdk = crate::helpers::sdk_for(Some(helpers), &identity.owner, sdk).await;
+        let description = sdk.description(self.shared.description_budget);
+        let tool = Tool::new(TOOL_NAME, description, input_schema());
+        Ok(ListToolsResult::with_all_items(vec![tool]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -576,8 +584,11 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let stub = Identity::of_request(&context)
-            .sdk(&self.shared.catalog)
+        let identity = Identity::of_request(&context);
+        let sdk = identity.sdk(&self.shared.catalog);
+        let helpers = self.shared.executor.helpers();
+        let stub = crate::helpers::sdk_for(helpers, &identity.owner, sdk)
+            .await
             .stub();
         let contents = ResourceContents::text(stub, SDK_URI).with_mime_type("text/x-python");
         Ok(ReadResourceResult::new(vec![contents]).into())

@@ -370,8 +370,11 @@ fn unsupported(reason: String) -> (Verdict, MontyException) {
 /// argument (`save_helper(fn)`) goes as its name.
 fn helper_call(name: &str, args: &CallArgs) -> Result<crate::helpers::HelperCall, MontyException> {
     let value = |arg: monty_types::ObjectRef<'_>| -> Result<Value, MontyException> {
-        if arg.type_name() == "function" {
-            return Ok(Value::String(function_name(&arg.py_repr())));
+        // A function of the snippet reaches the host only as its repr.
+        if let monty_types::unstable::MontyNode::Repr(repr) = monty_types::unstable::node(arg)
+            && repr.starts_with("<function ")
+        {
+            return Ok(Value::String(function_name(repr)));
         }
         json_of(arg).map_err(|e| exception(ExcType::TypeError, format!("{name}(): {e}")))
     };
