@@ -454,9 +454,15 @@ async fn saving_asks_and_a_helper_calling_an_ask_tool_asks_and_is_audited_as_the
         lines.contains("\"server\":\"helpers\"") && lines.contains("\"tool\":\"save\""),
         "{lines}"
     );
-    assert!(
-        lines.contains("Send_Email") && lines.contains("approved"),
-        "{lines}"
+    let sent = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "Send_Email")
+        .unwrap_or_else(|| panic!("no audit line for Send_Email: {lines}"));
+    assert_eq!(sent["decision"], "approved", "{sent}");
+    assert_eq!(
+        sent["helper"], "mail",
+        "the audit line names the helper: {sent}"
     );
     // Declined: nothing is saved.
     let other = "def mail2(to: str) -> str:\n    return odd_send_email(to=to, subject='hi')\n\nsave_helper(mail2)";
@@ -513,4 +519,79 @@ async fn measures_save_time_description_size_and_store_bytes_per_helper() {
         "FIGURE store bytes for 100 helpers: {bytes} ({} per helper)",
         bytes / 100
     );
+}
+
+/// `codemcp helpers ARGS…` on `state`'s store; its stdout.
+fn helpers_cli(state: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = std::process::Command::new(bin());
+    for var in CLEARED {
+        command.env_remove(var);
+    }
+    let output = command
+        .arg("helpers")
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .envs(env.iter().copied())
+        .output()
+        .expect("codemcp helpers");
+    assert!(
+        output.status.success(),
+        "codemcp helpers {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn operator_helpers_reach_every_principal_and_the_cli_manages_a_principals_own() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("greet.py"),
+        "def greet(name: str) -> str:\n    \"\"\"Greets someone.\"\"\"\n    return 'hello ' + name\n",
+    )
+    .unwrap();
+    let dir_text = dir.to_str().unwrap().to_owned();
+    let env = [("CODEMCP_HELPERS_DIR", dir_text.as_str())];
+    let gateway = serve(state.path(), &env).await;
+    let alice = connect(&gateway.url, Some("alice")).await;
+    let bob = connect(&gateway.url, Some("bob")).await;
+    assert_eq!(ok(&call(&alice, "greet('a')").await), "hello a");
+    assert_eq!(ok(&call(&bob, "greet('b')").await), "hello b");
+    let listed = ok(&call(&bob, "list_helpers()").await).clone();
+    assert_eq!(listed[0]["shared"], true, "{listed}");
+    // Shared helpers are not the principal's to delete.
+    assert!(call(&bob, "delete_helper('greet')").await.is_error);
+    save(&alice).await;
+    drop((alice, bob));
+    gateway.kill9().await;
+
+    let listed = helpers_cli(state.path(), &["list", "--token", "alice"], &env);
+    assert!(
+        listed.contains("add_twice") && listed.contains("greet"),
+        "{listed}"
+    );
+    assert!(!helpers_cli(state.path(), &["list", "--token", "bob"], &env).contains("add_twice"));
+    let shown = helpers_cli(
+        state.path(),
+        &["show", "add_twice", "--token", "alice"],
+        &[],
+    );
+    assert!(shown.contains("def double(x)"), "{shown}");
+    let exported = helpers_cli(state.path(), &["export", "--token", "alice"], &[]);
+    let file = state.path().join("export.json");
+    std::fs::write(&file, &exported).unwrap();
+    helpers_cli(
+        state.path(),
+        &["remove", "add_twice", "--token", "alice"],
+        &[],
+    );
+    assert!(!helpers_cli(state.path(), &["list", "--token", "alice"], &[]).contains("add_twice"));
+    helpers_cli(
+        state.path(),
+        &["import", file.to_str().unwrap(), "--token", "bob"],
+        &[],
+    );
+    assert!(helpers_cli(state.path(), &["list", "--token", "bob"], &[]).contains("add_twice"));
 }

@@ -436,6 +436,19 @@ pub trait ToolHost: Send + Sync + 'static {
         let _ = (server, tool);
         false
     }
+    /// [`call_tool`](Self::call_tool) made by the code of saved helper
+    /// `helper`, which the audit line names.
+    fn call_tool_via(
+        &self,
+        engine: &'static str,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        helper: Option<&str>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let _ = helper;
+        self.call_tool(engine, server, tool, args)
+    }
     /// A call of `save_helper`, `list_helpers` or `delete_helper` (see
     /// `crate::helpers`); hosts that keep no helpers refuse it.
     fn helper_call(

@@ -27,6 +27,8 @@ pub struct HelperHost {
     /// The tools without helpers: what a helper's names are checked against.
     plain: Arc<Sdk>,
     names: BTreeSet<String>,
+    /// The helpers defined for this run: the sources that may make a call.
+    defined: Vec<(String, String)>,
 }
 
 /// A run's tools with helpers, the definitions its code needs first, and
@@ -53,7 +55,14 @@ impl HelperHost {
         let plain = inner.sdk();
         let sdk = Arc::new(plain.as_ref().clone().with_helpers(docs));
         let prelude = prelude(code, &current);
+        let defined = prelude.as_ref().map_or_else(Vec::new, |p| {
+            p.names
+                .iter()
+                .filter_map(|n| current.get(n).map(|h| (n.clone(), h.source.clone())))
+                .collect()
+        });
         let host = HelperHost {
+            defined,
             inner,
             helpers,
             owner,
@@ -70,6 +79,34 @@ impl HelperHost {
     }
 }
 
+impl HelperHost {
+    /// The helper a call of `server`'s `tool` comes from, as far as the
+    /// code tells: only a helper defined for the run names its function,
+    /// and the snippet itself does not.
+    fn caller_of(&self, server: &str, tool: &str) -> Option<String> {
+        if self.defined.is_empty() {
+            return None;
+        }
+        let function = self
+            .plain
+            .functions()
+            .iter()
+            .find(|f| f.server == server && f.tool == tool)?;
+        let name = function.py_name.as_str();
+        if super::prelude::mentions(&self.code, name) {
+            return None;
+        }
+        let mut callers = self
+            .defined
+            .iter()
+            .filter(|(_, source)| super::prelude::mentions(source, name));
+        match (callers.next(), callers.next()) {
+            (Some((helper, _)), None) => Some(helper.clone()),
+            _ => None,
+        }
+    }
+}
+
 impl ToolHost for HelperHost {
     fn sdk(&self) -> Arc<Sdk> {
         self.sdk.clone()
@@ -82,7 +119,9 @@ impl ToolHost for HelperHost {
         tool: &str,
         args: Map<String, Value>,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
-        self.inner.call_tool(engine, server, tool, args)
+        let helper = self.caller_of(server, tool);
+        self.inner
+            .call_tool_via(engine, server, tool, args, helper.as_deref())
     }
 
     fn resource_call(

@@ -13,6 +13,7 @@
 //! A helper is ordinary code of the snippet that calls it: its tool calls
 //! pass the caller's policy, approvals and audit like any other.
 
+pub mod cli;
 pub mod extract;
 mod host;
 pub mod prelude;
@@ -58,6 +59,8 @@ pub struct Helpers {
     bounds: Bounds,
     shared: RwLock<Arc<BTreeMap<String, Helper>>>,
     dir: Option<std::path::PathBuf>,
+    /// The directory's and its files' latest change when last read.
+    dir_stamp: parking_lot::Mutex<Option<std::time::SystemTime>>,
 }
 
 impl Helpers {
@@ -67,8 +70,9 @@ impl Helpers {
             bounds,
             shared: RwLock::new(Arc::new(BTreeMap::new())),
             dir,
+            dir_stamp: parking_lot::Mutex::new(None),
         };
-        helpers.reload_shared();
+        helpers.refresh_shared();
         helpers
     }
 
@@ -115,6 +119,21 @@ impl Helpers {
         let helpers = shared::read_dir(dir, self.bounds.max_bytes);
         tracing::info!(target: "codemcp", dir = %dir.display(), count = helpers.len(), "shared helpers read");
         *self.shared.write() = Arc::new(helpers);
+    }
+
+    /// Reads the operator's directory again if a file in it changed since
+    /// (the gateway calls this every few seconds: the reload).
+    pub fn refresh_shared(&self) {
+        let Some(dir) = &self.dir else {
+            return;
+        };
+        let stamp = shared::latest_change(dir);
+        let mut last = self.dir_stamp.lock();
+        if *last != stamp {
+            *last = stamp;
+            drop(last);
+            self.reload_shared();
+        }
     }
 
     pub fn shared(&self) -> Arc<BTreeMap<String, Helper>> {

@@ -55,7 +55,7 @@ pub fn prelude(code: &str, helpers: &BTreeMap<String, Helper>) -> Option<Prelude
 }
 
 /// Whether `name` occurs in `code` as a whole identifier.
-fn mentions(code: &str, name: &str) -> bool {
+pub fn mentions(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(at, _)| {
         let before = code[..at].chars().next_back();
         let after = code[at + name.len()..].chars().next();

@@ -57,3 +57,13 @@ pub fn read_one(path: &Path, max_bytes: usize) -> Result<Helper, String> {
         extract(&code, &name, None, &BTreeSet::new(), max_bytes).map_err(|e| e.to_string())?;
     Ok(Helper::new(extracted, None, 1))
 }
+
+/// The latest modification time of `dir` and its `.py` files.
+pub fn latest_change(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut latest = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+    for entry in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
+        let modified = entry.metadata().and_then(|m| m.modified()).ok();
+        latest = latest.max(modified);
+    }
+    latest
+}

@@ -67,6 +67,7 @@ impl LibraryStore {
     }
 
     /// The record's handle: a MAC of the principal under the session key.
+    #[allow(clippy::expect_used)] // HMAC accepts every key length
     pub fn handle(&self, owner: &Owner) -> Handle {
         let mut mac = Hmac::<Sha256>::new_from_slice(self.key.bytes())
             .expect("HMAC takes keys of any length");

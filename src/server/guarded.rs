@@ -187,6 +187,8 @@ struct Call {
     server: String,
     tool: String,
     args: Map<String, Value>,
+    /// The saved helper whose code makes the call, for the audit line.
+    helper: Option<String>,
 }
 
 impl ToolHost for GuardedTools {
@@ -209,6 +211,7 @@ impl ToolHost for GuardedTools {
             server: server.to_owned(),
             tool: tool.to_owned(),
             args,
+            helper: None,
         };
         Box::pin(call.run())
     }
@@ -225,6 +228,27 @@ impl ToolHost for GuardedTools {
             engine,
         };
         Box::pin(resources::run(guard, call))
+    }
+
+    fn call_tool_via(
+        &self,
+        engine: &'static str,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        helper: Option<&str>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let call = Call {
+            catalog: self.catalog.clone(),
+            authority: self.authority.clone(),
+            context: self.context.clone(),
+            engine,
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            args,
+            helper: helper.map(str::to_owned),
+        };
+        Box::pin(call.run())
     }
 
     fn approve_helper_save(
@@ -251,6 +275,7 @@ impl ToolHost for GuardedTools {
             server: "helpers".to_owned(),
             tool: "save".to_owned(),
             args,
+            helper: None,
         };
         Box::pin(async move {
             if decision == Decision::Deny {
@@ -391,6 +416,7 @@ impl Call {
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             result_bytes,
+            helper: self.helper.as_deref(),
         }
     }
 

@@ -115,6 +115,9 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
             return;
         };
         shared.executor.expire_idle();
+        if let Some(helpers) = shared.executor.helpers() {
+            helpers.refresh_shared(); // the operator's directory changed
+        }
         // A question nobody answered: its run takes the call as denied.
         shared
             .paused

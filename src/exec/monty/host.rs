@@ -398,7 +398,7 @@ fn helper_call(name: &str, args: &CallArgs) -> Result<crate::helpers::HelperCall
 fn function_name(repr: &str) -> String {
     let rest = repr.strip_prefix("<function ").unwrap_or(repr);
     let rest = rest.trim_start_matches('\'');
-    rest.split(|c: char| c == ' ' || c == '\'' || c == '>')
+    rest.split([' ', '\'', '>'])
         .next()
         .unwrap_or_default()
         .to_owned()
