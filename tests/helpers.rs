@@ -595,3 +595,33 @@ async fn operator_helpers_reach_every_principal_and_the_cli_manages_a_principals
     );
     assert!(helpers_cli(state.path(), &["list", "--token", "bob"], &[]).contains("add_twice"));
 }
+
+#[tokio::test]
+async fn save_helper_works_on_monty_in_process_and_on_the_cpython_worker() {
+    let code = "import json\n\ndef f(x: int) -> str:\n    \"\"\"Doc.\"\"\"\n    return json.dumps(x)\n\nr = save_helper(f, description='d')\n[r['version'], list_helpers()[0]['name'], f(3)]";
+    for isolation in ["monty", "host_system"] {
+        let state = tempfile::tempdir().unwrap();
+        let setup = Setup::new(json!({}));
+        let mut command = std::process::Command::new(bin());
+        for var in CLEARED {
+            command.env_remove(var);
+        }
+        let output = command
+            .arg("--config")
+            .arg(setup.config())
+            .args(["exec", code])
+            .env("XDG_STATE_HOME", state.path())
+            .env("CODEMCP_ISOLATION", isolation)
+            .env("CODEMCP_MONTY_BIN", monty_bin())
+            .env("CODEMCP_PYTHON", support::worker_python())
+            .env("CODEMCP_LOG", "error")
+            .output()
+            .expect("codemcp exec");
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            out.contains(r#"result: [1,"f","3"]"#),
+            "{isolation}: {out} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
