@@ -625,3 +625,43 @@ async fn save_helper_works_on_monty_in_process_and_on_the_cpython_worker() {
         );
     }
 }
+
+#[tokio::test]
+async fn skills_list_and_get_serve_each_callers_helpers_with_the_rmcp_client() {
+    let state = tempfile::tempdir().unwrap();
+    let gateway = serve(state.path(), &[]).await;
+    let alice = connect(&gateway.url, Some("alice")).await;
+    save(&alice).await;
+    let skills = alice.list_all_skills().await.expect("skills/list");
+    assert_eq!(skills.len(), 1, "{skills:?}");
+    assert_eq!(skills[0].uri, "skill://add-twice/SKILL.md");
+    let got = alice
+        .get_skill(rmcp::model::GetSkillRequestParams::new(
+            "skill://add-twice/SKILL.md",
+        ))
+        .await
+        .expect("skills/get");
+    assert_eq!(got.skill.frontmatter.name, "add-twice");
+    // The same text as a resource, for clients without the extension.
+    let read = alice
+        .read_resource(ReadResourceRequestParams::new("skill://add-twice/SKILL.md"))
+        .await
+        .expect("resources/read skill://");
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+        panic!("not text");
+    };
+    assert!(
+        text.contains("add_twice(a: int, b: int) -> int") && text.contains("execute_python"),
+        "{text}"
+    );
+    // Another principal lists none and cannot get it.
+    let bob = connect(&gateway.url, Some("bob")).await;
+    assert!(bob.list_all_skills().await.expect("skills/list").is_empty());
+    assert!(
+        bob.get_skill(rmcp::model::GetSkillRequestParams::new(
+            "skill://add-twice/SKILL.md"
+        ))
+        .await
+        .is_err()
+    );
+}

@@ -19,6 +19,7 @@ mod host;
 pub mod prelude;
 pub mod record;
 pub mod shared;
+pub mod skills;
 pub mod store;
 
 use std::collections::BTreeMap;
