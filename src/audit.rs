@@ -66,6 +66,8 @@ pub struct AuditEntry<'a> {
     pub outcome: &'a str,
     pub duration_ms: u64,
     pub result_bytes: usize,
+    /// The saved helper whose code made the call (see `crate::helpers`).
+    pub helper: Option<&'a str>,
 }
 
 pub struct AuditLog {
@@ -275,7 +277,7 @@ fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
 }
 
 fn line_with(entry: &AuditEntry<'_>, at: SystemTime, arguments: &Value) -> String {
-    json!({
+    let mut line = json!({
         "time": humantime::format_rfc3339_millis(at).to_string(),
         "principal": cut(entry.principal, MAX_NAME_CHARS),
         "session": entry.session.map(|s| cut(s, MAX_NAME_CHARS)),
@@ -287,8 +289,11 @@ fn line_with(entry: &AuditEntry<'_>, at: SystemTime, arguments: &Value) -> Strin
         "outcome": entry.outcome,
         "duration_ms": entry.duration_ms,
         "result_bytes": entry.result_bytes,
-    })
-    .to_string()
+    });
+    if let Some(helper) = entry.helper {
+        line["helper"] = Value::String(cut(helper, MAX_NAME_CHARS));
+    }
+    line.to_string()
 }
 
 /// `s`, or its first `max` characters and its length.
@@ -362,6 +367,7 @@ mod tests {
             outcome: "ok",
             duration_ms: 3,
             result_bytes: 10,
+            helper: None,
         }
     }
 

@@ -116,6 +116,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::upstream::oauth::AuthAction,
     },
+    /// Saved helpers of a principal in the session store (list, show, remove, export, import)
+    Helpers {
+        #[command(subcommand)]
+        action: crate::helpers::cli::HelpersAction,
+    },
     /// Prepare an optional part ahead of time (`setup docker`: build the worker image)
     Setup {
         #[command(subcommand)]
@@ -198,6 +203,9 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     let settings = cli.settings;
     if let Some(Command::Token { action }) = &cli.command {
         return tokens(action, settings.http.http_tokens.as_deref());
+    }
+    if let Some(Command::Helpers { action }) = &cli.command {
+        return crate::helpers::cli::run(action, &settings).await;
     }
     if let Some(command) = &cli.command
         && let Some(done) = running_gateway(command).await
@@ -332,7 +340,8 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         | Command::Disable { .. }
         | Command::Reload { .. }
         | Command::Setup { .. }
-        | Command::Auth { .. } => {}
+        | Command::Auth { .. }
+        | Command::Helpers { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod for_humans;
+pub mod helpers;
 pub mod metrics;
 pub mod policy;
 pub mod principals;

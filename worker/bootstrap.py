@@ -387,6 +387,32 @@ RESOURCE_FUNCTIONS = {
 }
 
 
+HELPER_FUNCTIONS = ("save_helper", "list_helpers", "delete_helper")
+
+
+def make_helper_function(session, name):
+    """`save_helper(fn, description=None)`, `list_helpers()`, `delete_helper(name)`:
+    sent as the request `helper`; a function argument goes as its name."""
+
+    def named(value):
+        return value.__name__ if callable(value) and hasattr(value, "__name__") else value
+
+    def helper_function(*args, **kwargs):
+        try:
+            args = to_json([named(a) for a in args])
+            kwargs = to_json({k: named(v) for k, v in kwargs.items()})
+        except NotJson as e:
+            raise TypeError(f"{name}(): an argument cannot be sent: {e}") from None
+        params = {"session": session.name, "function": name, "args": args, "kwargs": kwargs}
+        try:
+            return session.channel.request("helper", params).result()
+        except RpcError as e:
+            raise ToolError(e.message, tool=name) from None
+
+    helper_function.__name__ = name
+    return helper_function
+
+
 def make_search_tools(channel):
     def search_tools(query, limit=10):
         """Tools whose name or docs match `query`: [{name, signature, summary}]."""
@@ -447,6 +473,7 @@ class Session:
             "search_tools": make_search_tools(channel),
             "describe_tool": make_describe_tool(channel),
             **{name: ResourceFunction(self, name, doc) for name, doc in RESOURCE_FUNCTIONS.items()},
+            **{name: make_helper_function(self, name) for name in HELPER_FUNCTIONS},
         }
 
     def sync_catalog(self, catalog):

@@ -11,6 +11,7 @@
 //! `std::option::Option` or `std::vec::Vec`: that way clap reads them as one
 //! value through our parser, not as an optional or repeated flag.
 
+pub mod helpers;
 pub mod values;
 
 #[cfg(test)]
@@ -58,6 +59,8 @@ pub struct Settings {
     pub http: HttpSettings,
     #[command(flatten)]
     pub authority: AuthoritySettings,
+    #[command(flatten)]
+    pub helpers: helpers::HelperSettings,
 }
 
 /// What agent code may do with the upstream tools, and the record of it.

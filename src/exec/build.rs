@@ -90,15 +90,17 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
     )
     .parking_for(settings.authority.approval_timeout);
     tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
-    Ok(Executor::new(engine, checks, sessions))
+    let helpers = crate::helpers::Helpers::from_settings(settings, transport)?;
+    Ok(Executor::new(engine, checks, sessions).with_helpers(Arc::new(helpers)))
 }
 
 /// The store `CODEMCP_SESSION_STORE` names, else the transport's default:
 /// memory for one stdio client, a file that survives restarts for HTTP.
-fn session_store(
+/// The session store and key `settings` name (saved helpers live there too).
+pub fn store_spec_and_key(
     settings: &Settings,
     transport: Transport,
-) -> Result<Arc<dyn SessionStore>, ExecError> {
+) -> Result<(StoreSpec, SealKey), ExecError> {
     let spec = match (&settings.sessions.session_store, transport) {
         (Some(text), _) => text.parse::<StoreSpec>().map_err(ExecError::Store)?,
         (None, Transport::Stdio) => StoreSpec::Memory,
@@ -112,6 +114,14 @@ fn session_store(
         )
         .map_err(ExecError::Store)?,
     };
+    Ok((spec, key))
+}
+
+fn session_store(
+    settings: &Settings,
+    transport: Transport,
+) -> Result<Arc<dyn SessionStore>, ExecError> {
+    let (spec, key) = store_spec_and_key(settings, transport)?;
     let limits = StoreLimits {
         idle: settings.sessions.session_idle,
         max_snapshot_bytes: settings.sessions.max_session_bytes,

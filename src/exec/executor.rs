@@ -27,6 +27,8 @@ pub struct Executor {
     sessions: Persistence,
     /// What earlier snippets of each session bound, for the pre-flight check.
     earlier: EarlierNames,
+    /// Saved helpers, defined before the runs that use them.
+    helpers: Option<Arc<crate::helpers::Helpers>>,
 }
 
 impl Executor {
@@ -36,7 +38,19 @@ impl Executor {
             checks,
             sessions,
             earlier: EarlierNames::default(),
+            helpers: None,
         }
+    }
+
+    /// Keeps saved helpers (`save_helper`) and defines them for the runs
+    /// that use them.
+    pub fn with_helpers(mut self, helpers: Arc<crate::helpers::Helpers>) -> Self {
+        self.helpers = Some(helpers);
+        self
+    }
+
+    pub fn helpers(&self) -> Option<&Arc<crate::helpers::Helpers>> {
+        self.helpers.as_ref()
     }
 
     /// An executor whose sessions live in this process only (tests, fuzzing).
@@ -70,13 +84,30 @@ impl Executor {
     ) -> Execution {
         let started = Instant::now();
         let session = request.session.clone();
+        let (tools, prelude, warning) = match &self.helpers {
+            Some(helpers) => {
+                let wrapped =
+                    crate::helpers::HelperHost::wrap(helpers.clone(), owner, &request.code, tools)
+                        .await;
+                (wrapped.tools, wrapped.prelude, wrapped.warning)
+            }
+            None => (tools, None, None),
+        };
         let checked = self.check(request);
         crate::timing::since("limits checked", Some(started));
         let mut execution = match checked {
             Ok(mut run) => match self.preflight(session.as_deref(), &mut run, &tools).await {
                 Ok(()) => {
-                    self.run_in_session(session.as_deref(), owner, run, tools, control)
-                        .await
+                    if let Some(prelude) = &prelude {
+                        run.code.insert_str(0, &prelude.text);
+                    }
+                    let mut execution = self
+                        .run_in_session(session.as_deref(), owner, run, tools, control)
+                        .await;
+                    if let Some(prelude) = &prelude {
+                        prelude.fix_lines(&mut execution);
+                    }
+                    execution
                 }
                 // Nothing ran: the session is as it was, and goes on.
                 Err(error) => Execution {
@@ -89,6 +120,7 @@ impl Executor {
         if execution.engine.is_empty() {
             execution.engine = self.engine.name();
         }
+        execution.warnings.extend(warning);
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         crate::metrics::run_finished(
             execution.engine,
@@ -224,9 +256,11 @@ impl Executor {
             None => Some(Vec::new()),
         };
         // Too many names to know what an earlier snippet defined: unchecked.
-        let Some(earlier) = earlier else {
+        let Some(mut earlier) = earlier else {
             return Ok(());
         };
+        let sdk = tools.sdk();
+        earlier.extend(sdk.helpers().iter().map(|h| h.name.clone()));
         let mut checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
         run.outline = checked.outline.take().map(Arc::new);
         if let Some(handle) = session {

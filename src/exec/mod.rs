@@ -20,7 +20,7 @@ pub mod store;
 pub mod syntax;
 pub mod worker;
 
-pub use self::build::{ExecError, Transport, build};
+pub use self::build::{ExecError, Transport, build, store_spec_and_key};
 pub use self::executor::{Executor, RunChecks, Unparked};
 pub use self::parked::{Parked, ParkedCall};
 pub use self::store::{Snapshot, SnapshotKind};
@@ -435,6 +435,41 @@ pub trait ToolHost: Send + Sync + 'static {
     fn parks(&self, server: &str, tool: &str) -> bool {
         let _ = (server, tool);
         false
+    }
+    /// [`call_tool`](Self::call_tool) made by the code of saved helper
+    /// `helper`, which the audit line names.
+    fn call_tool_via(
+        &self,
+        engine: &'static str,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        helper: Option<&str>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let _ = helper;
+        self.call_tool(engine, server, tool, args)
+    }
+    /// A call of `save_helper`, `list_helpers` or `delete_helper` (see
+    /// `crate::helpers`); hosts that keep no helpers refuse it.
+    fn helper_call(
+        &self,
+        engine: &'static str,
+        call: crate::helpers::HelperCall,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let _ = engine;
+        let message = format!("{}(): saved helpers are not kept here", call.function);
+        Box::pin(async move { Err(ToolFailure { message }) })
+    }
+    /// Whether the caller may keep helper `name` (policy `helpers/save`),
+    /// after asking the user when it says `ask`.
+    fn approve_helper_save(
+        &self,
+        engine: &'static str,
+        name: &str,
+        source: &str,
+    ) -> BoxFuture<'static, Result<(), ToolFailure>> {
+        let _ = (engine, name, source);
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -10,6 +10,7 @@
 mod bind;
 mod description;
 mod function;
+pub mod helper_docs;
 pub mod naming;
 mod purpose;
 pub mod resources;
@@ -27,6 +28,7 @@ use serde_json::Value;
 pub use bind::BindError;
 pub use description::HEAD_CHARS;
 pub use function::{Param, SdkFunction};
+pub use helper_docs::HelperDoc;
 pub use resources::{ResourceArgError, ResourceCall};
 pub use search::SearchHit;
 
@@ -41,6 +43,9 @@ pub const RESERVED_NAMES: &[&str] = &[
     resources::READ_RESOURCE,
     resources::LIST_PROMPTS,
     resources::GET_PROMPT,
+    "save_helper",
+    "list_helpers",
+    "delete_helper",
 ];
 
 /// The SDK for one catalog of tools.
@@ -64,6 +69,8 @@ pub struct Sdk {
     /// Errors read it; the description adds one line naming them and
     /// `search_tools` ends with one hit per server.
     connecting: Vec<Connecting>,
+    /// The caller's saved helpers, when the gateway keeps helpers.
+    helpers: Option<std::sync::Arc<Vec<HelperDoc>>>,
 }
 
 /// A configured server that has not joined yet (its first handshake is
@@ -170,6 +177,7 @@ impl Sdk {
             instructions: std::sync::OnceLock::new(),
             about: BTreeMap::new(),
             connecting: Vec::new(),
+            helpers: None,
         }
     }
 
@@ -185,6 +193,18 @@ impl Sdk {
     pub fn with_connecting(mut self, connecting: Vec<Connecting>) -> Sdk {
         self.connecting = connecting;
         self
+    }
+
+    /// The same SDK with one caller's saved helpers (see `crate::helpers`).
+    pub fn with_helpers(mut self, helpers: Vec<HelperDoc>) -> Sdk {
+        self.helpers = Some(std::sync::Arc::new(helpers));
+        self.description = std::sync::OnceLock::new();
+        self
+    }
+
+    /// The caller's helpers (none when the gateway keeps none).
+    pub fn helpers(&self) -> &[HelperDoc] {
+        self.helpers.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// The servers that have not joined yet, by name: for the description.
@@ -241,8 +261,17 @@ impl Sdk {
     pub fn description(&self, budget_chars: usize) -> String {
         let render = || {
             let servers = description::Servers::new(&self.functions, &self.about);
-            let mut text = description::description(&self.functions, &servers, budget_chars);
+            let helpers = self.helpers();
+            let reserve = if helpers.is_empty() {
+                0
+            } else {
+                budget_chars / 5
+            };
+            let budget = budget_chars - reserve;
+            let mut text = description::description(&self.functions, &servers, budget);
             text.extend(self.starting_line());
+            let room = budget_chars.saturating_sub(text.len());
+            text.extend(helper_docs::line(helpers, room));
             text
         };
         let (budget, text) = self.description.get_or_init(|| (budget_chars, render()));
@@ -272,7 +301,11 @@ impl Sdk {
 
     /// The full type stub (`codemcp://sdk.pyi`); always parses as Python.
     pub fn stub(&self) -> String {
-        stub::stub(&self.functions)
+        let mut text = stub::stub(&self.functions);
+        if self.helpers.is_some() {
+            text.push_str(&helper_docs::stub(self.helpers()));
+        }
+        text
     }
 
     /// Up to `limit` tools ranked by relevance to `query`; the first `limit` by name when the
@@ -290,6 +323,12 @@ impl Sdk {
                 summary: f.summary.clone(),
             })
             .collect();
+        if !self.helpers().is_empty() {
+            let mut found = helper_docs::search(self.helpers(), query);
+            found.extend(hits);
+            found.truncate(limit);
+            hits = found;
+        }
         hits.extend(self.connecting.iter().map(|c| SearchHit {
             name: format!("{}_*", naming::normalize(&c.server)),
             signature: String::new(),
@@ -332,6 +371,9 @@ impl Sdk {
 
     /// Everything about one tool, for `describe_tool(name)`.
     pub fn describe(&self, name: &str) -> Option<Value> {
+        if let Some(helper) = self.helpers().iter().find(|h| h.name == name) {
+            return Some(helper_docs::describe(helper));
+        }
         self.lookup(name).map(SdkFunction::describe)
     }
 }

@@ -36,6 +36,9 @@ pub struct Authority {
     pub approval_timeout: Duration,
     /// `CODEMCP_SESSION_IDLE_SECS`: how long "the rest of this session" lasts unused.
     pub session_idle: Duration,
+    /// `CODEMCP_HELPERS_SAVE`, the policy `helpers/save` (`None`: ask when
+    /// the client can be asked, else allow).
+    pub helpers_save: Option<Decision>,
 }
 
 impl Authority {
@@ -53,6 +56,7 @@ impl Authority {
             audit,
             approval_timeout: authority.approval_timeout,
             session_idle: settings.sessions.session_idle,
+            helpers_save: settings.helpers.helpers_save,
         })
     }
 }
@@ -63,6 +67,7 @@ impl Default for Authority {
             audit: AuditLog::to_tracing_only(),
             approval_timeout: Duration::from_secs(120),
             session_idle: Duration::from_secs(1800),
+            helpers_save: None,
         }
     }
 }
@@ -182,6 +187,8 @@ struct Call {
     server: String,
     tool: String,
     args: Map<String, Value>,
+    /// The saved helper whose code makes the call, for the audit line.
+    helper: Option<String>,
 }
 
 impl ToolHost for GuardedTools {
@@ -204,6 +211,7 @@ impl ToolHost for GuardedTools {
             server: server.to_owned(),
             tool: tool.to_owned(),
             args,
+            helper: None,
         };
         Box::pin(call.run())
     }
@@ -220,6 +228,65 @@ impl ToolHost for GuardedTools {
             engine,
         };
         Box::pin(resources::run(guard, call))
+    }
+
+    fn call_tool_via(
+        &self,
+        engine: &'static str,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        helper: Option<&str>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        let call = Call {
+            catalog: self.catalog.clone(),
+            authority: self.authority.clone(),
+            context: self.context.clone(),
+            engine,
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            args,
+            helper: helper.map(str::to_owned),
+        };
+        Box::pin(call.run())
+    }
+
+    fn approve_helper_save(
+        &self,
+        engine: &'static str,
+        name: &str,
+        source: &str,
+    ) -> BoxFuture<'static, Result<(), ToolFailure>> {
+        let decision = self
+            .authority
+            .helpers_save
+            .unwrap_or(match self.context.asker {
+                Asker::Nobody => Decision::Allow,
+                _ => Decision::Ask,
+            });
+        let mut args = Map::new();
+        args.insert("name".into(), Value::String(name.to_owned()));
+        args.insert("source".into(), Value::String(source.to_owned()));
+        let call = Call {
+            catalog: self.catalog.clone(),
+            authority: self.authority.clone(),
+            context: self.context.clone(),
+            engine,
+            server: "helpers".to_owned(),
+            tool: "save".to_owned(),
+            args,
+            helper: None,
+        };
+        Box::pin(async move {
+            if decision == Decision::Deny {
+                let why = "saving helpers is denied by policy (helpers/save, CODEMCP_HELPERS_SAVE)";
+                return Err(call.refuse("deny", why.to_owned()));
+            }
+            let decided = call.authorize(Some(decision)).await?;
+            let shown = crate::audit::shown_arguments(&call.args);
+            call.record(&shown, decided, "ok", Duration::ZERO, 0);
+            Ok(())
+        })
     }
 
     fn parks(&self, server: &str, tool: &str) -> bool {
@@ -349,6 +416,7 @@ impl Call {
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             result_bytes,
+            helper: self.helper.as_deref(),
         }
     }
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 #[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -115,6 +115,9 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
             return;
         };
         shared.executor.expire_idle();
+        if let Some(helpers) = shared.executor.helpers() {
+            helpers.refresh_shared(); // the operator's directory changed
+        }
         // A question nobody answered: its run takes the call as denied.
         shared
             .paused
@@ -200,6 +203,19 @@ impl Gateway {
             () = self.session.closing.cancelled() => Err(ErrorData::internal_error("the client went away", None)),
             () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
         }
+    }
+
+    /// The saved helpers the caller of `context` may call (none when the
+    /// gateway keeps no helpers).
+    async fn helper_docs(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Vec<crate::sdk::HelperDoc> {
+        let Some(helpers) = self.shared.executor.helpers() else {
+            return Vec::new();
+        };
+        let identity = Identity::of_request(context);
+        helpers.visible(&identity.owner).await.docs
     }
 
     /// Cancelling this token stops every run of the session (its client left).
@@ -507,6 +523,7 @@ impl ServerHandler for Gateway {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_logging()
+                .enable_skills()
                 .build(),
         )
         .with_server_info(Implementation::new("codemcp", env!("CARGO_PKG_VERSION")))
@@ -528,7 +545,15 @@ impl ServerHandler for Gateway {
         // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
         self.upstreams_ready(&context).await?;
         let identity = Identity::of_request(&context);
-        Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]))
+        let Some(helpers) = self.shared.executor.helpers() else {
+            return Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]));
+        };
+        // The caller's saved helpers are named in its description.
+        let sdk = identity.sdk(&self.shared.catalog);
+        let sdk = crate::helpers::sdk_for(Some(helpers), &identity.owner, sdk).await;
+        let description = sdk.description(self.shared.description_budget);
+        let tool = Tool::new(TOOL_NAME, description, input_schema());
+        Ok(ListToolsResult::with_all_items(vec![tool]))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -554,14 +579,50 @@ impl ServerHandler for Gateway {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let resource = Resource::new(SDK_URI, "sdk.pyi")
             .with_description(
                 "Type stub of every upstream tool as a Python function, with full docs",
             )
             .with_mime_type("text/x-python");
-        Ok(ListResourcesResult::with_all_items(vec![resource]))
+        let mut resources = vec![resource];
+        // Each saved helper's SKILL.md, for clients without the skills extension.
+        for doc in self.helper_docs(&context).await {
+            let uri = crate::helpers::skills::uri(&doc);
+            resources.push(
+                Resource::new(uri, format!("{} (SKILL.md)", doc.name))
+                    .with_description(doc.summary.clone())
+                    .with_mime_type("text/markdown"),
+            );
+        }
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let docs = self.helper_docs(&context).await;
+        Ok(ListSkillsResult::with_all_items(
+            crate::helpers::skills::skills(&docs),
+        ))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let docs = self.helper_docs(&context).await;
+        match crate::helpers::skills::find(&docs, &request.uri) {
+            Some(doc) => Ok(GetSkillResult::new(crate::helpers::skills::skill(doc))),
+            None => Err(ErrorData::invalid_params(
+                format!("no skill at '{}'", request.uri),
+                None,
+            )),
+        }
     }
 
     async fn read_resource(
@@ -570,14 +631,26 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.upstreams_ready(&context).await?;
+        if request.uri.starts_with("skill://") {
+            let docs = self.helper_docs(&context).await;
+            if let Some(doc) = crate::helpers::skills::find(&docs, &request.uri) {
+                let text = crate::helpers::skills::skill_md(doc);
+                let contents =
+                    ResourceContents::text(text, request.uri).with_mime_type("text/markdown");
+                return Ok(ReadResourceResult::new(vec![contents]).into());
+            }
+        }
         if request.uri != SDK_URI {
             return Err(ErrorData::resource_not_found(
                 format!("no resource '{}'", request.uri),
                 None,
             ));
         }
-        let stub = Identity::of_request(&context)
-            .sdk(&self.shared.catalog)
+        let identity = Identity::of_request(&context);
+        let sdk = identity.sdk(&self.shared.catalog);
+        let helpers = self.shared.executor.helpers();
+        let stub = crate::helpers::sdk_for(helpers, &identity.owner, sdk)
+            .await
             .stub();
         let contents = ResourceContents::text(stub, SDK_URI).with_mime_type("text/x-python");
         Ok(ReadResourceResult::new(vec![contents]).into())

@@ -287,6 +287,12 @@ fn debug_hides_the_token() {
 
 /// Every variable, as it has always been named.
 const VARIABLES: &[&str] = &[
+    "CODEMCP_HELPERS_SAVE",
+    "CODEMCP_HELPERS_MAX_COUNT",
+    "CODEMCP_HELPERS_MAX_BYTES",
+    "CODEMCP_HELPERS_MAX_TOTAL_BYTES",
+    "CODEMCP_HELPERS_IDLE_SECS",
+    "CODEMCP_HELPERS_DIR",
     "CODEMCP_TOOL_TIMEOUT_MS",
     "CODEMCP_STARTUP_WAIT_MS",
     "CODEMCP_STARTUP_CONCURRENCY",

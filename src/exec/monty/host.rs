@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
 use super::convert::{NotJson, json_of, to_monty};
 use crate::exec::{ToolFailure, ToolHost};
+use crate::helpers::HELPER_FUNCTIONS;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 use crate::sdk::{ResourceCall, Sdk};
 
@@ -38,6 +39,8 @@ pub enum CallDecision {
 pub enum Outgoing {
     Tool(ToolCall),
     Resource(ResourceCall),
+    /// `save_helper`, `list_helpers`, `delete_helper` (see `crate::helpers`).
+    Helper(crate::helpers::HelperCall),
 }
 
 impl Outgoing {
@@ -54,6 +57,7 @@ impl Outgoing {
                 tool.unwrap_result,
             ),
             Outgoing::Resource(call) => (tools.resource_call(engine, call), false),
+            Outgoing::Helper(call) => (tools.helper_call(engine, call), false),
         };
         Box::pin(async move { tool_reply(sent.await, unwrap, &failures) })
     }
@@ -140,7 +144,11 @@ impl SuspensionHost {
 
     /// A bare name the snippet read that is not defined.
     pub fn on_lookup(&self, name: &str) -> Result<NameLookupResult, (Verdict, MontyException)> {
-        if name == SEARCH_TOOLS || name == DESCRIBE_TOOL || RESOURCE_FUNCTIONS.contains(&name) {
+        if name == SEARCH_TOOLS
+            || name == DESCRIBE_TOOL
+            || RESOURCE_FUNCTIONS.contains(&name)
+            || HELPER_FUNCTIONS.contains(&name)
+        {
             return Ok(NameLookupResult::Value(MontyObject::function(name, None)));
         }
         if let Some(f) = self.sdk.get(name) {
@@ -169,6 +177,12 @@ impl SuspensionHost {
         }
         if name == DESCRIBE_TOOL {
             return CallDecision::Reply(self.describe_tool(args));
+        }
+        if HELPER_FUNCTIONS.contains(&name) {
+            return match helper_call(name, args) {
+                Ok(call) => CallDecision::Call(Outgoing::Helper(call)),
+                Err(exc) => CallDecision::Reply(ExtFunctionResult::Error(exc)),
+            };
         }
         if let Some(bound) = self.bind_resource_call(name, args) {
             return match bound {
@@ -350,6 +364,44 @@ fn unsupported(reason: String) -> (Verdict, MontyException) {
         format!("Monty does not support {reason}"),
     );
     (Verdict::Unsupported { reason }, exc)
+}
+
+/// A call of a helper function, its arguments as JSON; a function
+/// argument (`save_helper(fn)`) goes as its name.
+fn helper_call(name: &str, args: &CallArgs) -> Result<crate::helpers::HelperCall, MontyException> {
+    let value = |arg: monty_types::ObjectRef<'_>| -> Result<Value, MontyException> {
+        // A function of the snippet reaches the host only as its repr.
+        if let monty_types::unstable::MontyNode::Repr(repr) = monty_types::unstable::node(arg)
+            && repr.starts_with("<function ")
+        {
+            return Ok(Value::String(function_name(repr)));
+        }
+        json_of(arg).map_err(|e| exception(ExcType::TypeError, format!("{name}(): {e}")))
+    };
+    let mut positional = Vec::new();
+    for arg in args.args() {
+        positional.push(value(arg)?);
+    }
+    let mut keywords = Map::new();
+    for (key, arg) in args.kwargs() {
+        let key = key.as_str().unwrap_or_default().to_owned();
+        keywords.insert(key, value(arg)?);
+    }
+    Ok(crate::helpers::HelperCall {
+        function: name.to_owned(),
+        args: positional,
+        kwargs: keywords,
+    })
+}
+
+/// `f` from `<function f at 0x…>` or `<function 'f' …>`.
+fn function_name(repr: &str) -> String {
+    let rest = repr.strip_prefix("<function ").unwrap_or(repr);
+    let rest = rest.trim_start_matches('\'');
+    rest.split([' ', '\'', '>'])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A call's Python arguments as JSON: positional, then keywords.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use futures::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::WebSocketStream;
@@ -200,6 +200,23 @@ impl WorkerLink {
                     },
                 })
             }
+            "helper" => {
+                let params: HelperParams =
+                    serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
+                let context = self.runs.lock().get(&params.session).cloned();
+                let context =
+                    context.ok_or_else(|| bad("no run is active for this session".into()))?;
+                let call = crate::helpers::HelperCall {
+                    function: params.function,
+                    args: params.args,
+                    kwargs: params.kwargs,
+                };
+                let result = context.tools.helper_call(context.engine, call).await;
+                result.map_err(|failure| RpcError {
+                    code: TOOL_FAILED,
+                    message: failure.message,
+                })
+            }
             function if RESOURCE_FUNCTIONS.contains(&function) => {
                 let params: ResourceCallParams =
                     serde_json::from_value(params).map_err(|e| bad(e.to_string()))?;
@@ -218,6 +235,17 @@ impl WorkerLink {
     fn any_sdk(&self) -> Option<Arc<Sdk>> {
         self.runs.lock().values().next().map(|c| c.sdk.clone())
     }
+}
+
+/// `helper`: a call of `save_helper`, `list_helpers` or `delete_helper`.
+#[derive(serde::Deserialize)]
+struct HelperParams {
+    session: String,
+    function: String,
+    #[serde(default)]
+    args: Vec<Value>,
+    #[serde(default)]
+    kwargs: Map<String, Value>,
 }
 
 /// The tool-call limit's refusal when the run has used it up; else counts the call.

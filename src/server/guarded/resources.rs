@@ -54,6 +54,7 @@ async fn one(guard: Guard, server: String, call: ResourceCall) -> Result<Value, 
         server,
         tool: method.to_owned(),
         args: call.shown_arguments(),
+        helper: None,
     };
     let shown = crate::audit::shown_arguments(&checked.args);
     let decision = match policy {
