@@ -6,12 +6,14 @@
 #                            (scripts/test-deps/package.json + package-lock.json, `npm ci`)
 #   .deps/py2                venv with mcp 2.x (scripts/test-deps/requirements-mcp2.txt)
 #   .deps/py1                venv with mcp 1.x (scripts/test-deps/requirements-mcp1.txt)
+#   .deps/servers            36 real MCP servers for tests/real_servers.rs and bench/startup.py
+#                            (scripts/test-deps/servers/: npm prefix + one uv venv per Python server)
 #   .deps/env.sh             exports CODEMCP_TEST_NODE_MODULES, CODEMCP_TEST_NODE22, CODEMCP_TEST_PY2,
-#                            CODEMCP_TEST_PY1
+#                            CODEMCP_TEST_PY1, CODEMCP_TEST_SERVERS
 #
 # Idempotent: each component keeps a stamp holding a hash of its pin files (and
 # the toolchain version); it is reinstalled from scratch only when that changes.
-# Usage: scripts/test-deps.sh [--force] [node|py2|py1 ...]   (default: all)
+# Usage: scripts/test-deps.sh [--force] [node|py2|py1|servers ...]   (default: all)
 # Env: PYTHON (default python3), NODE (default node), NPM (default npm).
 set -euo pipefail
 
@@ -30,12 +32,12 @@ COMPONENTS=()
 for a in "$@"; do
   case "$a" in
     --force) FORCE=1 ;;
-    node|py2|py1) COMPONENTS+=("$a") ;;
+    node|py2|py1|servers) COMPONENTS+=("$a") ;;
     -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $a" ;;
   esac
 done
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1)
+[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1 servers)
 
 mkdir -p "$DEPS"
 
@@ -127,6 +129,7 @@ for c in "${COMPONENTS[@]}"; do
     node) install_node ;;
     py2) install_py py2 "$PINS/requirements-mcp2.txt" 2 ;;
     py1) install_py py1 "$PINS/requirements-mcp1.txt" 1 ;;
+    servers) PYTHON="$PYTHON" NPM="$NPM" "$PINS/servers/install.sh" "$DEPS/servers" "$FORCE" ;;
   esac
 done
 
@@ -136,6 +139,7 @@ export CODEMCP_TEST_NODE_MODULES="$DEPS/node/node_modules"
 export CODEMCP_TEST_NODE22="$DEPS/node/node_modules/.bin/node"
 export CODEMCP_TEST_PY2="$DEPS/py2/bin/python"
 export CODEMCP_TEST_PY1="$DEPS/py1/bin/python"
+export CODEMCP_TEST_SERVERS="$DEPS/servers"
 EOF
 mv "$DEPS/env.sh.tmp" "$DEPS/env.sh"
 log "wrote $DEPS/env.sh"
