@@ -111,14 +111,30 @@ def normalize(value: Any, work: Path) -> Any:
     return json.loads(text)
 
 
-def tool_value(result: Any) -> dict[str, Any]:
-    """What the gateway hands agent code for this CallToolResult (src/upstream/result.rs)."""
+def wraps_result(output: Any) -> bool:
+    """FastMCP's `{"result": T}` wrapper around a plain return value, which the gateway
+    unwraps (src/sdk/function.rs, `wrapped_result`)."""
+    if not isinstance(output, dict):
+        return False
+    props = output.get("properties")
+    if not isinstance(props, dict) or list(props) != ["result"] or "result" not in (output.get("required") or []):
+        return False
+    title = output.get("title")
+    return output.get("x-fastmcp-wrap-result") is True or (isinstance(title, str) and title.endswith("Output"))
+
+
+def tool_value(result: Any, output_schema: Any = None) -> dict[str, Any]:
+    """What the gateway hands agent code for this CallToolResult (src/upstream/result.rs, and
+    `unwrap_result` in src/exec/mod.rs)."""
     blocks = result.content
     texts = [b.text for b in blocks if getattr(b, "type", "") == "text"]
     if result.is_error:
         return {"error": "\n".join(texts) or "the tool reported an error without a message"}
     if result.structured_content is not None:
-        return {"value": result.structured_content}
+        value = result.structured_content
+        if wraps_result(output_schema) and isinstance(value, dict) and list(value) == ["result"]:
+            value = value["result"]
+        return {"value": value}
     if len(texts) == len(blocks):
         return {"value": "\n".join(texts)}
     items = [b.text if getattr(b, "type", "") == "text" else b.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -171,11 +187,12 @@ async def direct_server(name: str, entry: dict[str, Any], prefix: list[str], pla
             tools = await list_all(client)
             out["started_s"] = round(time.monotonic() - started, 2)
             out["tools"] = [{"name": t.name, "input_schema": t.input_schema} for t in tools]
+            outputs = {t.name: t.output_schema for t in tools}
             for call in entry.get("calls", []):
                 args = substitute(call.get("args", {}), places)
                 try:
                     result = await client.call_tool(call["tool"], args, read_timeout_seconds=CALL_TIMEOUT)
-                    got = tool_value(result)
+                    got = tool_value(result, outputs.get(call["tool"]))
                 except Exception as e:  # a JSON-RPC error or a result the client refused
                     got = {"error": exc_text(e), "raised": type(e).__name__}
                 out["calls"].append(normalize(got, work))
@@ -357,7 +374,9 @@ async def gateway_side(table: dict[str, Any], direct: dict[str, Any], args: argp
     servers = {}
     for name, entry in table.items():
         command, env = launch(entry, places)
-        servers[name] = {"command": command[0], "args": command[1:], "env": env}
+        # Every tool allowed: what refuses an invalid call must be the schema check, not the
+        # policy (which asks before tools that are not read-only).
+        servers[name] = {"command": command[0], "args": command[1:], "env": env, "policy": {"*": "allow"}}
     config = root / "mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     env = child_env(work, {**proxies, "XDG_STATE_HOME": str(root / "state"), "CODEMCP_LOG": "warn",
@@ -391,7 +410,9 @@ async def gateway_server(gw: Gateway, name: str, entry: dict[str, Any], direct: 
     out["described"] = [{"tool": t, "name": (d or {}).get("name"), "signature": (d or {}).get("signature"),
                          "note": (d or {}).get("note")} for t, d in zip(wire, described)]
     fns = [d["name"] for d in described if d and d.get("name")]
-    ran = await gw.run("[" + ", ".join(f"callable({f})" for f in fns) + "]")
+    # Monty has no callable(): naming each function is the check (the pre-flight refuses an
+    # unknown name with NameError).
+    ran = await gw.run("[" + ", ".join(f"{f} is not None" for f in fns) + "]")
     out["functions"] = ran["structured"].get("result") if not ran["is_error"] else ran["text"][-2000:]
     by_tool = {t: d for t, d in zip(wire, described) if d}
     out["calls"] = []
