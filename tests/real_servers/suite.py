@@ -37,7 +37,10 @@ REPO = HERE.parent.parent
 # Per-call and per-server bounds: a loaded 2-core machine starts a Python server in up to ~40 s.
 CALL_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 120.0
-JOIN_TIMEOUT = 300.0
+JOIN_TIMEOUT = 600.0
+# The handshake timeout each server gets behind the gateway (its config's "timeout"; the default
+# is 30 s): a Python server's imports alone take more than that on an oversubscribed machine.
+HANDSHAKE_TIMEOUT_S = 120
 
 
 def log(msg: str) -> None:
@@ -376,7 +379,8 @@ async def gateway_side(table: dict[str, Any], direct: dict[str, Any], args: argp
         command, env = launch(entry, places)
         # Every tool allowed: what refuses an invalid call must be the schema check, not the
         # policy (which asks before tools that are not read-only).
-        servers[name] = {"command": command[0], "args": command[1:], "env": env, "policy": {"*": "allow"}}
+        servers[name] = {"command": command[0], "args": command[1:], "env": env, "policy": {"*": "allow"},
+                          "timeout": HANDSHAKE_TIMEOUT_S}
     config = root / "mcp.json"
     config.write_text(json.dumps({"mcpServers": servers}))
     env = child_env(work, {**proxies, "XDG_STATE_HOME": str(root / "state"), "CODEMCP_LOG": "warn",
