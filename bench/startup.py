@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import select
 import statistics
 import subprocess
@@ -162,7 +163,8 @@ def gateway_run(codemcp: str, config: Path, state: Path, names: list[str], prefi
             now = time.monotonic() - started
             out.setdefault("first list", now)
             text = listed["result"]["tools"][0]["description"]
-            if "complete" not in out and all(f"{n}_" in text for n in names):
+            if "complete" not in out and all(
+                    re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in names):
                 out["complete"] = now
             if "complete" in out and "Still starting" not in text:
                 out["joined"] = now

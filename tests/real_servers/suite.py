@@ -247,16 +247,23 @@ def call_code(fn: str, args: dict[str, Any]) -> str:
             f"except Exception as __e:\n    __r = {{'error': str(__e), 'type': type(__e).__name__}}\n__r")
 
 
+def names_every_server(text: str, names: list[str]) -> bool:
+    """Each server's name stands in the text as a word of its own (the description shows a
+    large catalog as `name (count)` or bare names, not every function)."""
+    return all(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in names)
+
+
 async def wait_joined(gw: Gateway, names: list[str], started: float) -> dict[str, Any]:
+    """Until the description names no server as still starting (joined, or failing)."""
     out: dict[str, Any] = {}
     deadline = started + JOIN_TIMEOUT
     text = ""
     while time.monotonic() < deadline:
         text = await gw.description()
         now = round(time.monotonic() - started, 2)
-        if "complete_s" not in out and all(f"{n}_" in text or f"{n}." in text for n in names):
+        if "complete_s" not in out and names_every_server(text, names):
             out["complete_s"] = now
-        if "Still starting" not in text and "complete_s" in out:
+        if "Still starting" not in text:
             out["joined_s"] = now
             break
         await asyncio.sleep(0.5)
