@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """startup.py: how fast N real upstream servers become usable behind one gateway.
 
-    python3 bench/startup.py --codemcp target/release/codemcp [-n 12] [--kind slow|everything]
+    python3 bench/startup.py --codemcp target/release/codemcp [-n 12] [--kind slow|everything|real]
                              [--sleep 0.5] [--node-modules .deps/node_modules] [--runs 3]
 
 For each run it starts one gateway over stdio with N servers configured and
@@ -19,7 +19,11 @@ the cold run). Beside it: the same servers started one by one directly
 
 `--kind slow` runs tests/servers/slow_server.py (each sleeping --sleep seconds
 before its handshake); `--kind everything` runs server-everything from
---node-modules. Standard library only.
+--node-modules; `--kind real` runs the 36 real npm and PyPI servers of
+tests/real_servers/servers.json (installed by `scripts/test-deps.sh servers`; -n is
+ignored) with no network (a fresh network namespace when `unshare --net` works), and
+also prints each server's own start (spawn to tools/list) and the slowest one alone.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import select
 import statistics
 import subprocess
@@ -38,7 +43,39 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def real_servers(deps: Path, work: Path) -> dict:
+    """The suite's servers (tests/real_servers/servers.json) with its placeholders filled."""
+    for sub in ("files", "home", "tmp", "repo"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    (work / "files/hello.txt").write_text("hello\n")
+    subprocess.run(["git", "init", "-q", str(work / "repo")], check=True)
+    places = {"servers": str(deps / "servers"), "peers": str(deps / "node/node_modules"),
+              "node22": str(deps / "node/node_modules/.bin/node"), "work": str(work)}
+
+    def fill(text: str) -> str:
+        for key, value in places.items():
+            text = text.replace("{" + key + "}", value)
+        return text
+
+    table = json.loads((REPO / "tests/real_servers/servers.json").read_text())["servers"]
+    return {name: {"command": fill(e["command"][0]), "args": [fill(a) for a in e["command"][1:]],
+                   "env": {k: fill(v) for k, v in e.get("env", {}).items()}}
+            for name, e in table.items()}
+
+
+def no_network() -> list[str]:
+    """`unshare --net --` when this user may make a network namespace, else nothing."""
+    try:
+        if subprocess.run(["unshare", "--net", "--", "true"], capture_output=True).returncode == 0:
+            return ["unshare", "--net", "--"]
+    except OSError:
+        pass
+    return []
+
+
 def servers(kind: str, n: int, sleep: float, node_modules: Path, work: Path) -> dict:
+    if kind == "real":
+        return real_servers(node_modules.parent.parent, work)
     entries = {}
     for i in range(n):
         name = f"s{i}"
@@ -108,10 +145,11 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def gateway_run(codemcp: str, config: Path, state: Path, names: list[str]) -> dict:
-    env = dict(os.environ, XDG_STATE_HOME=str(state), CODEMCP_LOG="warn", CODEMCP_FALLBACK="none")
+def gateway_run(codemcp: str, config: Path, state: Path, names: list[str], prefix: list[str]) -> dict:
+    env = dict(os.environ, XDG_STATE_HOME=str(state), CODEMCP_LOG="warn", CODEMCP_FALLBACK="none",
+               HOME=str(config.parent / "home"), TMPDIR=str(config.parent / "tmp"))
     started = time.monotonic()
-    proc = subprocess.Popen([codemcp, "--config", str(config)], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([*prefix, codemcp, "--config", str(config)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     rpc = Lines(proc)
     out: dict = {}
@@ -125,7 +163,8 @@ def gateway_run(codemcp: str, config: Path, state: Path, names: list[str]) -> di
             now = time.monotonic() - started
             out.setdefault("first list", now)
             text = listed["result"]["tools"][0]["description"]
-            if "complete" not in out and all(f"{n}_" in text for n in names):
+            if "complete" not in out and all(
+                    re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in names):
                 out["complete"] = now
             if "complete" in out and "Still starting" not in text:
                 out["joined"] = now
@@ -138,11 +177,15 @@ def gateway_run(codemcp: str, config: Path, state: Path, names: list[str]) -> di
     return out
 
 
-def direct_run(entries: dict) -> float:
+def direct_run(entries: dict, prefix: list[str], work: Path) -> tuple[float, dict[str, float]]:
+    """The servers one by one: the total, and each one's own spawn-to-tools/list time."""
     started = time.monotonic()
-    for entry in entries.values():
-        proc = subprocess.Popen([entry["command"], *entry["args"]], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    each = {}
+    for name, entry in entries.items():
+        alone = time.monotonic()
+        env = dict(os.environ, HOME=str(work / "home"), TMPDIR=str(work / "tmp"), **entry.get("env", {}))
+        proc = subprocess.Popen([*prefix, entry["command"], *entry["args"]], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         rpc = Lines(proc)
         try:
             rpc.request("initialize", INIT)
@@ -151,20 +194,25 @@ def direct_run(entries: dict) -> float:
         finally:
             proc.kill()
             proc.wait()
-    return time.monotonic() - started
+        each[name] = time.monotonic() - alone
+    return time.monotonic() - started, each
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--codemcp", default=str(REPO / "target/release/codemcp"))
     ap.add_argument("-n", type=int, default=12)
-    ap.add_argument("--kind", choices=["slow", "everything"], default="slow")
+    ap.add_argument("--kind", choices=["slow", "everything", "real"], default="slow")
     ap.add_argument("--sleep", type=float, default=0.5)
-    ap.add_argument("--node-modules", type=Path, default=REPO / ".deps/node_modules")
+    ap.add_argument("--node-modules", type=Path, default=REPO / ".deps/node/node_modules")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     rows: dict[str, list[float]] = {}
     directs = []
+    slowest: list[tuple[float, str]] = []
+    prefix = no_network() if args.kind == "real" else []
+    if args.kind == "real":
+        print(f"no network: {' '.join(prefix) or 'not isolated (unshare --net failed)'}", flush=True)
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -173,16 +221,23 @@ def main() -> int:
             config.write_text(json.dumps({"mcpServers": entries}))
             names = list(entries)
             for label in ("cold", "warm"):
-                got = gateway_run(args.codemcp, config, work / "state", names)
+                got = gateway_run(args.codemcp, config, work / "state", names, prefix)
                 for key, value in got.items():
                     rows.setdefault(f"{label} {key}", []).append(value)
                 print(f"run {run + 1} {label}: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
-            directs.append(direct_run(entries))
-            print(f"run {run + 1} direct, one by one: {directs[-1]:.3f} s", flush=True)
-    print(f"\n{args.n} x {args.kind} servers, {args.runs} runs, medians (seconds; rss in MiB):")
+            total, each = direct_run(entries, prefix, work)
+            directs.append(total)
+            slowest.append(max((t, n) for n, t in each.items()))
+            print(f"run {run + 1} direct, one by one: {total:.3f} s (slowest alone: {slowest[-1][1]} "
+                  f"{slowest[-1][0]:.3f} s)", flush=True)
+            if args.kind == "real":
+                print("  each alone: " + ", ".join(f"{n} {t:.2f}" for n, t in each.items()), flush=True)
+    count = len(names)
+    print(f"\n{count} x {args.kind} servers, {args.runs} runs, medians (seconds; rss in MiB):")
     for key, values in rows.items():
         print(f"  gateway {key:<22} {statistics.median(values):8.3f}")
     print(f"  direct, one by one           {statistics.median(directs):8.3f}")
+    print(f"  slowest server alone         {statistics.median(t for t, _ in slowest):8.3f}")
     return 0
 
 

@@ -10,13 +10,15 @@
 #                            and 1.x (scripts/test-deps/requirements-fw2.txt, requirements-fw1.txt)
 #   .deps/clients-node       npm: the MCP Inspector 2.x and the TypeScript SDK 2.x client, for the
 #                            client matrix (scripts/test-deps/clients/, `npm ci`; runs on node 22)
+#   .deps/servers            36 real MCP servers for tests/real_servers.rs and bench/startup.py
+#                            (scripts/test-deps/servers/: npm prefix + one uv venv per Python server)
 #   .deps/env.sh             exports CODEMCP_TEST_NODE_MODULES, CODEMCP_TEST_NODE22, CODEMCP_TEST_PY2,
 #                            CODEMCP_TEST_PY1, CODEMCP_TEST_FW2, CODEMCP_TEST_FW1,
-#                            CODEMCP_TEST_CLIENTS_NODE_MODULES
+#                            CODEMCP_TEST_CLIENTS_NODE_MODULES, CODEMCP_TEST_SERVERS
 #
 # Idempotent: each component keeps a stamp holding a hash of its pin files (and
 # the toolchain version); it is reinstalled from scratch only when that changes.
-# Usage: scripts/test-deps.sh [--force] [node|py2|py1|fw2|fw1|clients ...]   (default: all)
+# Usage: scripts/test-deps.sh [--force] [node|py2|py1|fw2|fw1|clients|servers ...]   (default: all)
 # Env: PYTHON (default python3), NODE (default node), NPM (default npm).
 set -euo pipefail
 
@@ -35,12 +37,12 @@ COMPONENTS=()
 for a in "$@"; do
   case "$a" in
     --force) FORCE=1 ;;
-    node|py2|py1|fw2|fw1|clients) COMPONENTS+=("$a") ;;
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    node|py2|py1|fw2|fw1|clients|servers) COMPONENTS+=("$a") ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $a" ;;
   esac
 done
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1 fw2 fw1 clients)
+[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(node py2 py1 fw2 fw1 clients servers)
 
 mkdir -p "$DEPS"
 
@@ -163,6 +165,7 @@ for c in "${COMPONENTS[@]}"; do
     fw2) install_py fw2 "$PINS/requirements-fw2.txt" 2 ;;
     fw1) install_py fw1 "$PINS/requirements-fw1.txt" 1 ;;
     clients) install_clients_node ;;
+    servers) PYTHON="$PYTHON" NPM="$NPM" "$PINS/servers/install.sh" "$DEPS/servers" "$FORCE" ;;
   esac
 done
 
@@ -175,6 +178,7 @@ export CODEMCP_TEST_PY1="$DEPS/py1/bin/python"
 export CODEMCP_TEST_FW2="$DEPS/fw2/bin/python"
 export CODEMCP_TEST_FW1="$DEPS/fw1/bin/python"
 export CODEMCP_TEST_CLIENTS_NODE_MODULES="$DEPS/clients-node/node_modules"
+export CODEMCP_TEST_SERVERS="$DEPS/servers"
 EOF
 mv "$DEPS/env.sh.tmp" "$DEPS/env.sh"
 log "wrote $DEPS/env.sh"

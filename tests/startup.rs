@@ -393,3 +393,20 @@ async fn many_servers_all_join() {
     let expected: Vec<String> = (0..12).map(|i| format!("ping {i}")).collect();
     assert_eq!(ran.result(), &json!(expected));
 }
+
+#[tokio::test]
+async fn a_server_slower_than_its_timeout_joins_on_a_more_patient_retry() {
+    // Real servers (pydantic/FastMCP ones) take 30 s and more to start on a loaded 2-core
+    // machine: each retry killed them at the same 30 s. Here: a 2 s timeout, a 3 s start.
+    let setup = slow_setup(
+        &[("sluggish", json!({"sleep_s": 3}))],
+        &[("timeout", json!(2))],
+    );
+    let client = setup.stdio(&[("CODEMCP_STARTUP_WAIT_MS", "1000")]).await;
+    assert!(
+        joined(&client, "sluggish_ping", Duration::from_secs(90)).await,
+        "the server never joined: {}",
+        client.description().await
+    );
+    assert!(starts(&setup, "sluggish").len() >= 2);
+}

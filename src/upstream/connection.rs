@@ -293,6 +293,9 @@ fn shown_name(server: &str, name: &str) -> bool {
     false
 }
 
+/// How many times its configured timeout a retried server may take to start.
+const PATIENCE_MAX: u32 = 4;
+
 /// Retry pacing for a server that went down: 0.5 s doubling to 30 s.
 #[derive(Debug, Clone, Copy)]
 pub struct Backoff {
@@ -324,6 +327,14 @@ impl Backoff {
         }
     }
 
+    /// The handshake (and first listing) timeout for the next attempt: `base` times one more
+    /// than the failures so far, at most [`PATIENCE_MAX`] times. A server slower to start than
+    /// its timeout (a Python server on a loaded machine) would otherwise be killed at the same
+    /// point on every retry and never join.
+    pub fn patience(&self, base: Duration) -> Duration {
+        base.saturating_mul(self.failures.saturating_add(1).min(PATIENCE_MAX))
+    }
+
     pub fn attempted(&mut self, ok: bool) {
         self.last_attempt = Some(Instant::now());
         self.failures = if ok {
@@ -337,6 +348,21 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_failed_start_gives_the_next_one_more_time_up_to_four_times() {
+        let base = Duration::from_secs(30);
+        let mut b = Backoff::new();
+        assert_eq!(b.patience(base), base);
+        b.attempted(false);
+        assert_eq!(b.patience(base), Duration::from_secs(60));
+        for _ in 0..10 {
+            b.attempted(false);
+        }
+        assert_eq!(b.patience(base), Duration::from_secs(120));
+        b.attempted(true);
+        assert_eq!(b.patience(base), base);
+    }
 
     #[test]
     fn backoff_doubles_and_resets() {

@@ -451,7 +451,8 @@ impl Inner {
         }
         conn.generation += 1;
         let started = Instant::now();
-        let connected = connect_and_list(upstream, self).await;
+        let patience = conn.backoff.patience(upstream.config.handshake_timeout);
+        let connected = connect_and_list(upstream, self, patience).await;
         let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let old = read(&upstream.status).clone();
         let mut status = ServerStatus {
@@ -615,10 +616,12 @@ fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision
 async fn connect_and_list(
     upstream: &Upstream,
     inner: &Inner,
+    timeout: Duration,
 ) -> Result<(Client, Vec<rmcp::model::Tool>), UpstreamError> {
-    let config = &upstream.config;
+    let mut patient = upstream.config.clone();
+    patient.handshake_timeout = timeout;
+    let config = &patient;
     let client = connection::connect(config, inner.changes_tx.clone(), inner.max_message).await?;
-    let timeout = config.handshake_timeout;
     match tokio::time::timeout(timeout, connection::list_raw(&client, &config.name)).await {
         Ok(Ok(tools)) => Ok((client, tools)),
         Ok(Err(e)) => Err(e),
