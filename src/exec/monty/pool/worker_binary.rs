@@ -189,3 +189,23 @@ async fn run_one(binary: &Path) -> Result<(), String> {
         Err(e) => Err(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monty_version_is_read_from_either_workers_version_line() {
+        assert_eq!(monty_version_in("monty-runtime 1.3.0\n"), Some("1.3.0"));
+        assert_eq!(
+            monty_version_in("codemcp 0.2.0 (monty 1.5.1)"),
+            Some("1.5.1")
+        );
+        assert_eq!(
+            monty_version_in(&format!("codemcp {}", version_line())),
+            Some(MONTY_VERSION)
+        );
+        assert_eq!(monty_version_in("Python 3.11.2"), None);
+        assert_eq!(monty_version_in(""), None);
+    }
+}
