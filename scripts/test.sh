@@ -29,6 +29,17 @@ cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
   CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits --test runaway
+  # The pool once more with codemcp as its own worker (CODEMCP_MONTY_BIN unset;
+  # the runs above use the PyPI worker). Its cargo feature self-worker needs
+  # Rust >= 1.96 (Monty's type checker); older toolchains skip this stage.
+  rust="$(rustc --version | awk '{print $2}')"
+  if [ "$(printf '%s\n1.96.0\n' "$rust" | sort -V | head -1)" = 1.96.0 ]; then
+    env -u CODEMCP_MONTY_BIN CODEMCP_MONTY=pool CODEMCP_CORPUS_MODE=MONTY cargo test --ignore-rust-version \
+      --features self-worker --test pool --test self_worker --test gateway --test limits --test runaway \
+      --test sessions --test sandbox_corpus
+  else
+    echo "test.sh: no self-worker pool stage: rustc $rust builds no self-worker (needs 1.96)" >&2
+  fi
   CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).

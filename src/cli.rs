@@ -26,7 +26,7 @@ use crate::upstream::{Catalog, UpstreamLimits};
 #[derive(Debug, Parser)]
 #[command(
     name = "codemcp",
-    version,
+    version = crate::exec::monty::pool::worker_binary::version_line(),
     about = "One MCP tool, execute_python, over all your MCP servers",
     after_help = "Logs go to stderr; CODEMCP_LOG sets what they show, as a tracing filter \
                   (default: info,rmcp=warn; e.g. CODEMCP_LOG=codemcp::audit=info,codemcp::timing=trace)."
@@ -126,6 +126,10 @@ pub enum Command {
         #[command(subcommand)]
         what: SetupTarget,
     },
+    /// Serve as a Monty worker of the pool on stdin/stdout (pool placement
+    /// starts the binary itself this way; monty-pool fixes the word `subprocess`)
+    #[command(name = "subprocess", alias = "monty-worker", hide = true)]
+    MontyWorker,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -171,6 +175,10 @@ impl Cli {
     /// upstream I/O and the hand-offs to interpreter threads then run on
     /// one runtime thread, which spares every message a wake-up of a
     /// second thread (a shared HTTP gateway keeps a thread per core).
+    pub fn is_monty_worker(&self) -> bool {
+        matches!(&self.command, Some(Command::MontyWorker))
+    }
+
     pub fn serves_one_client(&self) -> bool {
         !matches!(&self.command, Some(Command::Serve { http: Some(_), .. }))
     }
@@ -341,7 +349,8 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         | Command::Reload { .. }
         | Command::Setup { .. }
         | Command::Auth { .. }
-        | Command::Helpers { .. } => {}
+        | Command::Helpers { .. }
+        | Command::MontyWorker => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -437,16 +446,7 @@ async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath
         settings.monty.monty_mem_limit >> 20,
         settings.limits.exec_timeout.as_millis()
     );
-    match find_worker_binary(settings.monty.monty_bin.as_deref()) {
-        Ok(binary) => match worker_binary_runs(&binary).await {
-            Ok(()) => println!("monty worker binary: {} (usable)", binary.display()),
-            Err(e) => println!(
-                "monty worker binary: {} (NOT usable: {e})",
-                binary.display()
-            ),
-        },
-        Err(e) => println!("monty worker binary: not found; pool mode needs it: {e}"),
-    }
+    print_monty_worker(settings).await;
     let sources = crate::exec::worker::image::Sources {
         debian_mirror: settings.cpython.debian_mirror.clone(),
         pypi_files: settings.cpython.pypi_files.clone(),
@@ -569,16 +569,27 @@ fn print_policies(catalog: &Catalog, settings: &Settings) {
 }
 
 /// Runs the worker binary once, bounded, to see that it works.
-async fn worker_binary_runs(binary: &std::path::Path) -> Result<(), String> {
-    let run = tokio::process::Command::new(binary)
-        .args(["-c", "1 + 1"])
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(std::time::Duration::from_secs(10), run).await {
-        Ok(Ok(output)) if output.status.success() => Ok(()),
-        Ok(Ok(output)) => Err(format!("exited with {}", output.status)),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("did not finish within 10 s".into()),
+/// Which worker pool placement starts, and whether it runs.
+async fn print_monty_worker(settings: &Settings) {
+    use crate::exec::monty::pool::worker_binary;
+    let configured = settings.monty.monty_bin.as_deref();
+    let binary = match find_worker_binary(configured) {
+        Ok(binary) => binary,
+        Err(e) => return println!("monty worker: NOT found: {e}"),
+    };
+    let which = match configured {
+        Some(path) => format!("{} (CODEMCP_MONTY_BIN)", path.display()),
+        None if worker_binary::SELF_WORKER => {
+            "codemcp itself (`codemcp subprocess`; CODEMCP_MONTY_BIN unset)".to_owned()
+        }
+        None => format!(
+            "{} (found; this build is not its own worker)",
+            binary.display()
+        ),
+    };
+    match worker_binary::probe(&binary).await {
+        Ok(version) => println!("monty worker: {which}, Monty {version} (usable)"),
+        Err(e) => println!("monty worker: {which} (NOT usable: {e})"),
     }
 }
 

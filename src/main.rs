@@ -27,6 +27,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if cli.is_monty_worker() {
+        // A worker of this binary's own pool: no runtime, stdout is the protocol.
+        return codemcp::exec::monty::pool::worker_binary::serve_as_worker();
+    }
     let code = std::thread::Builder::new()
         .name("codemcp".into())
         // The runtime's tasks parse agent code on their own stack when it

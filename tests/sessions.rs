@@ -968,3 +968,39 @@ async fn unknown_handle_starts_a_new_session_and_says_so() {
         .await;
     assert_eq!(check.error_type(), "NameError", "{}", check.text);
 }
+
+/// A session saved by the in-process engine goes on in a pool worker (codemcp
+/// itself when built as its own worker, else `CODEMCP_MONTY_BIN`), and back:
+/// both run the same Monty, so one's dump is the other's state.
+#[tokio::test]
+async fn a_session_moves_between_the_in_process_engine_and_a_pool_worker() {
+    let state = state_dir();
+    let steps = [
+        ("inprocess", "x = 41\ndef f(v):\n    return v + 1", None),
+        ("pool", "y = f(x)\ny", Some(42)),
+        ("inprocess", "f(y) + x", Some(84)),
+    ];
+    let mut h: Option<String> = None;
+    for (placement, code, expected) in steps {
+        let gateway = serve(state.path(), &[("CODEMCP_MONTY", placement)]).await;
+        let client = connect(&gateway.url, None).await;
+        let ran = call(&client, code, h.as_deref()).await;
+        assert!(
+            !ran.is_error,
+            "{placement}: {}\n{}",
+            ran.text,
+            gateway.log()
+        );
+        if let Some(expected) = expected {
+            assert_eq!(value(&ran), expected, "{placement}: {}", ran.text);
+        }
+        let handle = handle(&ran);
+        assert!(
+            h.as_ref().is_none_or(|h| *h == handle),
+            "{placement}: a new session"
+        );
+        h = Some(handle);
+        drop(client);
+        gateway.kill9().await;
+    }
+}

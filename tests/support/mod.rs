@@ -103,8 +103,13 @@ pub fn python1() -> PathBuf {
     dep("CODEMCP_TEST_PY1", ".deps/py1/bin/python")
 }
 
-/// The `monty` worker binary for pool mode (scripts/install-monty-worker.sh).
+/// The worker binary for pool mode: `CODEMCP_MONTY_BIN` when set (the PyPI
+/// worker, scripts/install-monty-worker.sh), else codemcp itself when it is
+/// built as its own worker (feature `self-worker`).
 pub fn monty_bin() -> PathBuf {
+    if cfg!(feature = "self-worker") && std::env::var_os("CODEMCP_MONTY_BIN").is_none() {
+        return bin();
+    }
     dep("CODEMCP_MONTY_BIN", ".deps/monty-runtime/bin/monty")
 }
 

@@ -384,8 +384,8 @@ fn retired_error(reason: &str) -> RunError {
         format!("the in-process engine no longer takes runs: {reason}"),
     )
     .with_hint(
-        "the operator must restart the gateway, or install the Monty worker binary so runs move to \
-         worker processes (CODEMCP_MONTY_BIN); CODEMCP_MONTY=pool runs every session in its own worker \
+        "the operator must restart the gateway, or give it a Monty worker so runs move to worker \
+         processes (unset CODEMCP_MONTY_BIN: codemcp is its own worker); CODEMCP_MONTY=pool runs every session in its own worker \
          process, where an overrun only costs that worker",
     )
 }

@@ -19,6 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicUsize, Orderin
 
 use monty_types::{BASELINE_MEMORY, LIVE_MEMORY};
 
+use super::whole_process;
+
+/// The slot of every block a self-worker allocates (see `whole_process`).
+const WHOLE_PROCESS_SLOT: u32 = u32::MAX;
+
 /// Number of per-session slots; slot 0 means "not counted".
 const SLOTS: usize = 1024;
 
@@ -57,6 +62,9 @@ fn charge(slot: u32, bytes: usize) {
         return;
     }
     LIVE_MEMORY.fetch_add(bytes, Ordering::Relaxed);
+    if slot == WHOLE_PROCESS_SLOT {
+        return;
+    }
     SLOT_LIVE[slot as usize % SLOTS].fetch_add(bytes as isize, Ordering::Relaxed);
 }
 
@@ -68,6 +76,9 @@ fn refund(slot: u32, bytes: usize) {
     let _ = LIVE_MEMORY.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
         Some(v.saturating_sub(bytes))
     });
+    if slot == WHOLE_PROCESS_SLOT {
+        return;
+    }
     SLOT_LIVE[slot as usize % SLOTS].fetch_sub(bytes as isize, Ordering::Relaxed);
 }
 
@@ -126,9 +137,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
             return null_mut();
         };
         let slot = current_slot();
-        if slot != 0 {
-            stop_at_ceiling(slot, new_size.saturating_sub(layout.size()));
-        }
+        before_growth(slot, new_size.saturating_sub(layout.size()));
         unsafe {
             let old_slot = read_slot(ptr);
             let raw = {
@@ -136,7 +145,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
                 System.realloc(ptr.sub(header), full, new_total)
             };
             if raw.is_null() {
-                return raw;
+                return out_of_memory(slot, new_size);
             }
             let user = raw.add(header);
             refund(old_slot, layout.size());
@@ -154,9 +163,7 @@ impl CountingAllocator {
             return null_mut();
         };
         let slot = current_slot();
-        if slot != 0 {
-            stop_at_ceiling(slot, layout.size());
-        }
+        before_growth(slot, layout.size());
         unsafe {
             let raw = {
                 let _inside = SystemAllocatorCall::enter();
@@ -167,7 +174,7 @@ impl CountingAllocator {
                 }
             };
             if raw.is_null() {
-                return raw;
+                return out_of_memory(slot, layout.size());
             }
             let user = raw.add(header);
             write_slot(user, slot);
@@ -176,6 +183,25 @@ impl CountingAllocator {
             user
         }
     }
+}
+
+/// Stops an allocation of `growth` more bytes that would pass its limit: the
+/// in-process hard ceiling, or a self-worker's whole-process limit.
+fn before_growth(slot: u32, growth: usize) {
+    match slot {
+        0 => {}
+        WHOLE_PROCESS_SLOT => whole_process::before_growth(growth),
+        _ => stop_at_ceiling(slot, growth),
+    }
+}
+
+/// What a failed system allocation returns: null (Rust then aborts), except
+/// in a self-worker, which exits the way monty-pool reads as `MemoryError`.
+fn out_of_memory(slot: u32, bytes: usize) -> *mut u8 {
+    if slot == WHOLE_PROCESS_SLOT {
+        whole_process::allocation_failed(bytes);
+    }
+    null_mut()
 }
 
 /// Marks a call into the system allocator, where a thread may hold malloc's
@@ -264,6 +290,9 @@ pub fn set_hard_ceiling(bytes: usize) {
 }
 
 fn current_slot() -> u32 {
+    if whole_process::counting() {
+        return WHOLE_PROCESS_SLOT;
+    }
     // `try_with`: during thread teardown the slot may be gone; count nothing then.
     CURRENT_SLOT.try_with(Cell::get).unwrap_or(0)
 }

@@ -16,9 +16,12 @@ pub mod memory;
 mod output;
 pub mod pool;
 mod runaway;
+#[cfg(feature = "self-worker")]
+pub mod selfworker;
 mod shared;
 mod snapshot;
 mod supervisor;
+mod whole_process;
 
 pub use self::inprocess::MontyEngine;
 pub use self::runaway::MAX_FROZEN_THREADS;

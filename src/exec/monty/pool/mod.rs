@@ -8,6 +8,7 @@
 //! thread).
 
 mod run;
+pub mod worker_binary;
 
 use self::run::PoolRun;
 use parking_lot::Mutex;
@@ -40,10 +41,9 @@ use crate::exec::{
 
 pub const ENGINE_NAME: &str = "monty-pool";
 
-/// Where `pip install pydantic-monty-runtime` puts the worker binary by default.
-pub const INSTALL_HINT: &str = "python3 -m venv ~/.local/share/codemcp/monty-runtime && \
-     ~/.local/share/codemcp/monty-runtime/bin/pip install pydantic-monty-runtime==1.4.0 \
-     (or: cargo install monty-runtime --version 1.4.0 --ignore-rust-version; or set CODEMCP_MONTY_BIN)";
+/// How to get a worker other than codemcp itself, for the messages below.
+pub const INSTALL_HINT: &str = "unset CODEMCP_MONTY_BIN to run codemcp itself as the worker, or install \
+     the PyPI worker of the same Monty (pip install pydantic-monty-runtime==1.4.0) and point CODEMCP_MONTY_BIN at its `monty`";
 
 /// Extra time the parent allows past the sandbox's own limits before killing a worker.
 const BACKSTOP: Duration = Duration::from_secs(5);
@@ -55,37 +55,27 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolStartError {
-    #[error(
-        "pool mode needs the `monty` worker binary and none was found (looked at {looked}); install it: {INSTALL_HINT}"
-    )]
+    #[error("pool mode cannot find a Monty worker ({looked}); set CODEMCP_MONTY_BIN")]
     NoBinary { looked: String },
-    #[error("the Monty worker binary {path} does not run: {message}; reinstall it: {INSTALL_HINT}")]
+    #[error("the Monty worker binary {path} does not run: {message}; {INSTALL_HINT}")]
     BadBinary { path: String, message: String },
+    #[error(
+        "the Monty worker {path} was built from Monty {found} and this codemcp from Monty {}: \
+         a worker must run the same Monty (its protocol and saved sessions); {INSTALL_HINT}",
+        monty_types::MONTY_VERSION
+    )]
+    OtherMonty { path: String, found: String },
+    #[error("cannot tell which Monty the worker {path} was built from ({message}); {INSTALL_HINT}")]
+    NoVersion { path: String, message: String },
 }
 
-/// Finds the worker: `CODEMCP_MONTY_BIN`, then `monty` on `PATH`, then the
-/// default install location.
+/// The worker: `CODEMCP_MONTY_BIN` when set, else this binary itself (see
+/// `worker_binary::default_worker`).
 pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStartError> {
-    if let Some(path) = configured {
-        return Ok(path.to_owned());
+    match configured {
+        Some(path) => Ok(path.to_owned()),
+        None => worker_binary::default_worker(),
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|dir| dir.join("monty"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(PathBuf::from(home).join(".local/share/codemcp/monty-runtime/bin/monty"));
-    }
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| PoolStartError::NoBinary {
-            looked: "CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin".into(),
-        })
 }
 
 /// One session's worker, kept between calls; `None` after it was lost.
@@ -128,6 +118,7 @@ impl PoolEngine {
         binary: PathBuf,
         max_workers: usize,
     ) -> Result<Self, PoolStartError> {
+        worker_binary::ensure_same_monty(&binary).await?;
         let mut config = PoolConfig::subprocess(binary.clone());
         config.min_processes = 1;
         config.max_processes = max_workers.max(1);
