@@ -14,7 +14,7 @@ pub mod principals;
 pub mod process;
 pub mod sdk;
 pub mod secret;
-pub mod secure_file;
+pub use codemcp_base::secure_file;
 pub mod server;
 pub mod telemetry;
 pub mod threads;
