@@ -1,4 +1,5 @@
 //! The `codemcp` command line.
+#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

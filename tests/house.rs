@@ -102,3 +102,50 @@ fn settings_page_lists_exactly_the_settings_clap_knows() {
         "docs/settings.md names settings clap does not know: {unknown:?}"
     );
 }
+
+/// The workspace's crates from the ground floor up: a crate may depend only
+/// on crates of a lower layer, and none on the gateway (`codemcp`), so an
+/// upward import is a compile error. A new crate gets its layer here.
+const LAYERS: &[(&str, u8)] = &[
+    ("codemcp-base", 0),
+    ("codemcp-sdk", 1),
+    ("codemcp-store", 1),
+    ("codemcp-snippet", 2),
+    ("codemcp-exec", 3),
+];
+
+fn layer(name: &str) -> Option<u8> {
+    LAYERS.iter().find(|(n, _)| *n == name).map(|(_, l)| *l)
+}
+
+#[test]
+fn crates_depend_only_downwards_and_never_on_the_gateway() {
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for entry in std::fs::read_dir(repo().join("crates")).expect("crates/ exists") {
+        let manifest = entry.expect("a crates/ entry").path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let table: toml::Table = text.parse().expect("a crate manifest parses");
+        let name = table["package"]["name"].as_str().expect("a package name");
+        let Some(own) = layer(name) else {
+            wrong.push(format!("{name} has no layer in LAYERS"));
+            continue;
+        };
+        checked += 1;
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            let Some(deps) = table.get(section).and_then(toml::Value::as_table) else {
+                continue;
+            };
+            for dep in deps.keys().filter(|d| d.starts_with("codemcp")) {
+                match layer(dep) {
+                    Some(theirs) if theirs < own => {}
+                    _ => wrong.push(format!("{name} ({section}) depends on {dep}")),
+                }
+            }
+        }
+    }
+    assert!(checked >= 3, "found the crates ({checked})");
+    assert!(wrong.is_empty(), "imports must run downwards: {wrong:?}");
+}

@@ -1,6 +1,7 @@
 //! `codemcp instances`, `list`, `enable`, `disable`, `reload`: what they
 //! print. Results go to stdout; refusals come back as `Err` for `cli` to
 //! print and exit non-zero.
+#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
 
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@
 //! `NAME_CLIENT` (`github_cursor`), and `_2`, `_3`... if that is taken too.
 //! An entry identical to one already in codemcp's config, or to one being
 //! added from another client, is not added again.
+#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;

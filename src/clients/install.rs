@@ -5,6 +5,7 @@
 //! It refuses while a server it would remove is not in codemcp's config:
 //! run `codemcp import --from CLIENT --write` first. Keeping the two steps
 //! apart means the user sees what import adds before any client changes.
+#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

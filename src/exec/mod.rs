@@ -16,7 +16,7 @@ mod persistence;
 pub mod preflight;
 pub mod router;
 pub(crate) mod session_table;
-pub mod store;
+pub use codemcp_store as store;
 pub mod syntax;
 pub mod worker;
 
@@ -332,44 +332,6 @@ pub trait Engine: Send + Sync + 'static {
     /// gateway exits.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
-    }
-}
-
-impl Snapshot {
-    /// The state of a session that starts fresh.
-    pub fn fresh() -> Self {
-        Self::monty(Vec::new())
-    }
-
-    pub fn monty(payload: Vec<u8>) -> Self {
-        Self {
-            kind: SnapshotKind::Monty,
-            payload,
-        }
-    }
-
-    /// A CPython session's variables, as a JSON object.
-    pub fn cpython(globals: &Map<String, Value>) -> Self {
-        Self {
-            kind: SnapshotKind::Cpython,
-            payload: serde_json::to_vec(globals).unwrap_or_else(|_| b"{}".to_vec()),
-        }
-    }
-
-    /// The variables of a CPython snapshot; `None` for any other.
-    pub fn cpython_globals(&self) -> Option<Map<String, Value>> {
-        match self.kind {
-            SnapshotKind::Cpython => serde_json::from_slice(&self.payload).ok(),
-            SnapshotKind::Monty | SnapshotKind::Parked => None,
-        }
-    }
-
-    /// A Monty run suspended at a call (the engine's dump only).
-    pub fn parked(dump: Vec<u8>) -> Self {
-        Self {
-            kind: SnapshotKind::Parked,
-            payload: dump,
-        }
     }
 }
 

@@ -1,4 +1,5 @@
 //! `codemcp auth login | status | logout`.
+#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

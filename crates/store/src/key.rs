@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::StoreError;
 use super::handle::random_bytes;
-use crate::secure_file;
+use codemcp_base::secure_file;
 
 /// Shortest `CODEMCP_SESSION_KEY` accepted: 32 characters, so even a key of
 /// letters and digits carries well over 128 bits when chosen at random.

@@ -64,8 +64,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use serde_json::{Map, Value};
 
-pub(crate) use self::handle::random_bytes;
+pub use self::handle::random_bytes;
 pub use self::handle::{Handle, Owner};
 pub use self::key::{SealKey, state_dir};
 pub use self::seal::Reason;
@@ -79,7 +80,7 @@ pub enum SnapshotKind {
     /// CPython's session variables as JSON.
     Cpython,
     /// A Monty run paused at a call that waits for the user's approval: a
-    /// [`Parked`](crate::exec::Parked) header and the suspended run's dump.
+    /// `Parked` header (`codemcp::exec::Parked`) and the suspended run's dump.
     Parked,
 }
 
@@ -88,6 +89,44 @@ pub enum SnapshotKind {
 pub struct Snapshot {
     pub kind: SnapshotKind,
     pub payload: Vec<u8>,
+}
+
+impl Snapshot {
+    /// The state of a session that starts fresh.
+    pub fn fresh() -> Self {
+        Self::monty(Vec::new())
+    }
+
+    pub fn monty(payload: Vec<u8>) -> Self {
+        Self {
+            kind: SnapshotKind::Monty,
+            payload,
+        }
+    }
+
+    /// A CPython session's variables, as a JSON object.
+    pub fn cpython(globals: &Map<String, Value>) -> Self {
+        Self {
+            kind: SnapshotKind::Cpython,
+            payload: serde_json::to_vec(globals).unwrap_or_else(|_| b"{}".to_vec()),
+        }
+    }
+
+    /// The variables of a CPython snapshot; `None` for any other.
+    pub fn cpython_globals(&self) -> Option<Map<String, Value>> {
+        match self.kind {
+            SnapshotKind::Cpython => serde_json::from_slice(&self.payload).ok(),
+            SnapshotKind::Monty | SnapshotKind::Parked => None,
+        }
+    }
+
+    /// A Monty run suspended at a call (the engine's dump only).
+    pub fn parked(dump: Vec<u8>) -> Self {
+        Self {
+            kind: SnapshotKind::Parked,
+            payload: dump,
+        }
+    }
 }
 
 /// What [`SessionStore::load`] finds under a handle.

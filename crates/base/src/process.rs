@@ -4,7 +4,7 @@
 
 /// Children (upstream servers, CPython workers) die with the gateway even when
 /// it is killed outright.
-pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
+pub fn die_with_parent(cmd: &mut tokio::process::Command) {
     // SAFETY: prctl is async-signal-safe and touches only the child being set up.
     unsafe {
         cmd.pre_exec(|| {
@@ -73,7 +73,7 @@ pub fn open_file_limit() -> Option<u64> {
 }
 
 /// Whether the other end of stdout (a pipe or socket) has been closed.
-pub(crate) fn stdout_reader_gone() -> bool {
+pub fn stdout_reader_gone() -> bool {
     let mut fd = libc::pollfd {
         fd: libc::STDOUT_FILENO,
         events: 0,

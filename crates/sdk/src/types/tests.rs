@@ -241,12 +241,12 @@ fn return_hints() {
 #[test]
 fn published_schemas_type_their_parameters() {
     let fixture: Value =
-        serde_json::from_str(include_str!("../../../tests/schemas/published.json"))
+        serde_json::from_str(include_str!("../../../../tests/schemas/published.json"))
             .expect("valid JSON");
     for entry in fixture["schemas"].as_array().expect("schemas") {
         let name = entry["name"].as_str().expect("name");
         let tool = crate::tooldef::ToolDef::with_schema("pub", name, entry["schema"].clone());
-        let sdk = crate::sdk::Sdk::build(&[tool]);
+        let sdk = crate::Sdk::build(&[tool]);
         let f = sdk.functions().first().expect("a function");
         assert!(!f.variadic_kwargs, "{name}");
         let stub = sdk.stub();

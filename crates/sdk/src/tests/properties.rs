@@ -9,8 +9,8 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Map, Value, json};
 
 use super::{catalog, search_issues, tool};
-use crate::sdk::{RESERVED_NAMES, Sdk, naming};
 use crate::tooldef::ToolDef;
+use crate::{RESERVED_NAMES, Sdk, naming};
 
 const NAME_POOL: &[&str] = &[
     "get-sum",

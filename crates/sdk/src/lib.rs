@@ -21,6 +21,9 @@ mod stub;
 mod summary;
 mod types;
 
+pub mod policy;
+pub mod tooldef;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -383,7 +386,7 @@ fn warn_contested(names: &[(String, Option<String>)], parts: &[(&str, &str)]) {
     let mut contested: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for ((name, lost), (server, tool)) in names.iter().zip(parts) {
         if let Some(lost) = lost {
-            let shown = crate::for_humans::escape(&format!("{server}.{tool} as {name}"));
+            let shown = codemcp_base::for_humans::escape(&format!("{server}.{tool} as {name}"));
             contested.entry(lost.as_str()).or_default().push(shown);
         }
     }

@@ -133,7 +133,7 @@ impl SdkFunction {
     }
 
     /// A keyword names a parameter by its Python name first, else by its wire name.
-    pub(crate) fn param_index(&self, keyword: &str) -> Option<usize> {
+    pub fn param_index(&self, keyword: &str) -> Option<usize> {
         self.params
             .iter()
             .position(|p| p.py_name == keyword)
@@ -169,7 +169,7 @@ impl SdkFunction {
 mod tests {
     use serde_json::json;
 
-    use crate::sdk::Sdk;
+    use crate::Sdk;
     use crate::tooldef::ToolDef;
 
     use super::*;

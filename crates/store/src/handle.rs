@@ -123,7 +123,7 @@ impl fmt::Debug for Owner {
 /// Bytes from the OS's CSPRNG. Without one the gateway cannot mint
 /// unguessable handles or keys at all, so failing here is fatal.
 #[allow(clippy::expect_used)] // see above: no safe way on without randomness
-pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).expect("the OS random number generator failed");
     bytes

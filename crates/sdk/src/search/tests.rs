@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::sdk::Sdk;
+use crate::Sdk;
 use crate::tooldef::ToolDef;
 
 /// (server, tool, description, parameters as (name, description)).
