@@ -38,7 +38,9 @@ impl SealKey {
         Self(random_bytes())
     }
 
-    pub(crate) fn bytes(&self) -> &[u8] {
+    /// The raw key, for other MACs under the same key (the saved helpers'
+    /// record handles); never logged or sent.
+    pub fn bytes(&self) -> &[u8] {
         &self.0
     }
 
