@@ -26,13 +26,14 @@ export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
-  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits --test runaway
-  CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
+  # One test binary (tests/integration): stages pick its modules by name.
+  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test integration -- gateway:: limits:: runaway::
+  CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test integration -- http:: --skip neighbours_http::
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).
-  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http --test upstream_faults --test runaway
+  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test integration -- gateway:: http:: upstream_faults:: runaway:: --skip neighbours_http::
   if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
-    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway --test runaway
+    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test integration -- gateway:: runaway::
     # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
     # after every other test that uses Docker.
     cargo test --ignore-rust-version --test docker -- --ignored --test-threads=1
