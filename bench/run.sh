@@ -70,9 +70,9 @@ if [ "$tokens" = 1 ]; then
 fi
 
 # The pre-flight check every run goes through, timed alone next to the runs
-# above: an ignored test in tests/preflight.rs, built in release mode.
+# above: an ignored test in tests/integration/preflight.rs, built in release mode.
 echo "bench/run.sh: timing the pre-flight check (builds the release test the first time)" >&2
-if ! cargo test --release --ignore-rust-version --quiet --test preflight \
+if ! cargo test --release --ignore-rust-version --quiet --test integration \
     cost_on_a_30_line_snippet_with_36_tools -- --ignored --nocapture 2>/dev/null | grep '^PREFLIGHT'; then
     echo "bench/run.sh: the pre-flight measurement failed" >&2
     keep 1

@@ -28,24 +28,26 @@ export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
-  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test gateway --test limits --test runaway
+  # One test binary (tests/integration): stages pick its modules by name.
+  CODEMCP_MONTY=pool cargo test --ignore-rust-version --test integration -- gateway:: limits:: runaway::
   # The pool once more with codemcp as its own worker (CODEMCP_MONTY_BIN unset;
   # the runs above use the PyPI worker). Its cargo feature self-worker needs
   # Rust >= 1.96 (Monty's type checker); older toolchains skip this stage.
   rust="$(rustc --version | awk '{print $2}')"
   if [ "$(printf '%s\n1.96.0\n' "$rust" | sort -V | head -1)" = 1.96.0 ]; then
+    env -u CODEMCP_MONTY_BIN CODEMCP_MONTY=pool cargo test --ignore-rust-version --features self-worker \
+      --test integration -- pool:: self_worker:: gateway:: limits:: runaway:: sessions::
     env -u CODEMCP_MONTY_BIN CODEMCP_MONTY=pool CODEMCP_CORPUS_MODE=MONTY cargo test --ignore-rust-version \
-      --features self-worker --test pool --test self_worker --test gateway --test limits --test runaway \
-      --test sessions --test sandbox_corpus
+      --features self-worker --test sandbox_corpus
   else
     echo "test.sh: no self-worker pool stage: rustc $rust builds no self-worker (needs 1.96)" >&2
   fi
-  CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test http
+  CODEMCP_MONTY=inprocess cargo test --ignore-rust-version --test integration -- http:: --skip neighbours_http::
   # The core gateway tests once more with every run in CPython: on the host, and
   # in Docker when an engine answers (always under CI, where it must).
-  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test gateway --test http --test upstream_faults --test runaway
+  CODEMCP_ISOLATION=HOST_SYSTEM cargo test --ignore-rust-version --test integration -- gateway:: http:: upstream_faults:: runaway:: --skip neighbours_http::
   if [ "${CI:-}" = true ] || docker info >/dev/null 2>&1; then
-    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test gateway --test runaway
+    CODEMCP_ISOLATION=DOCKER cargo test --ignore-rust-version --test integration -- gateway:: runaway::
     # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
     # after every other test that uses Docker.
     cargo test --ignore-rust-version --test docker -- --ignored --test-threads=1

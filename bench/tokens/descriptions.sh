@@ -12,7 +12,7 @@ cd "$root"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-CODEMCP_DUMP_DESCRIPTIONS="$out" cargo test --ignore-rust-version --quiet --test sdk_snapshots -- dump_descriptions >/dev/null
+CODEMCP_DUMP_DESCRIPTIONS="$out" cargo test --ignore-rust-version --quiet --test integration -- sdk_snapshots::dump_descriptions >/dev/null
 cargo build --ignore-rust-version --quiet --manifest-path "$here/Cargo.toml"
 target="${CARGO_TARGET_DIR:-$here/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac

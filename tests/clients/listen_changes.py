@@ -5,7 +5,7 @@ Opens a `subscriptions/listen` stream for tool changes, lists the tools, prints
 `ready` (one line), then waits up to 90 s for `tools/list_changed` on that
 stream, lists the tools again and prints one JSON line:
 {"protocol": "...", "before": DESCRIPTION, "after": DESCRIPTION} (the
-descriptions of the first tool, `execute_python`). tests/admin.rs changes the
+descriptions of the first tool, `execute_python`). tests/integration/admin.rs changes the
 gateway between the two lines.
 """
 

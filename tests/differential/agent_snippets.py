@@ -1,4 +1,4 @@
-# Realistic agent snippets for tests/differential.rs: each runs on every engine
+# Realistic agent snippets for tests/integration/differential.rs: each runs on every engine
 # against the `odd` test server, and stdout, value and error type must agree.
 # `# === name` starts a snippet; `# differs: KEY` marks a known difference that
 # the README's limitations table explains in the row whose feature starts with KEY.

@@ -1,4 +1,4 @@
-# async/await and asyncio (tests/differential.rs).
+# async/await and asyncio (tests/integration/differential.rs).
 
 # === async_gather
 import asyncio

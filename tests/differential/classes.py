@@ -1,4 +1,4 @@
-# Classes: dunder methods, properties, inheritance (tests/differential.rs).
+# Classes: dunder methods, properties, inheritance (tests/integration/differential.rs).
 
 # === class_init_repr
 class Point:

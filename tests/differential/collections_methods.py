@@ -1,4 +1,4 @@
-# Methods of list, tuple, dict, set and frozenset (tests/differential.rs).
+# Methods of list, tuple, dict, set and frozenset (tests/integration/differential.rs).
 
 # === list_mutators
 a = [3, 1, 2]

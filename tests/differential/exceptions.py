@@ -1,4 +1,4 @@
-# Raising, catching and chaining exceptions (tests/differential.rs).
+# Raising, catching and chaining exceptions (tests/integration/differential.rs).
 
 # === except_basic
 try:

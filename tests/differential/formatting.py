@@ -1,4 +1,4 @@
-# f-strings, format specs, str.format and % formatting (tests/differential.rs).
+# f-strings, format specs, str.format and % formatting (tests/integration/differential.rs).
 
 # === fstring_basic
 name, n = "ana", 3

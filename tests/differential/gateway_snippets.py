@@ -1,4 +1,4 @@
-# Snippets from the gateway tests (tests/gateway.rs, sessions.rs, limits.rs,
+# Snippets from the gateway tests (tests/integration/gateway.rs, sessions.rs, limits.rs,
 # escalation.rs, pool.rs) that need only the `odd` server, each self-contained
 # here. Format: see agent_snippets.py.
 

@@ -1,4 +1,4 @@
-# Methods and operators of int, float, bool and bytes (tests/differential.rs).
+# Methods and operators of int, float, bool and bytes (tests/integration/differential.rs).
 
 # === int_arithmetic
 print(7 // 2, -7 // 2, 7 % 3, -7 % 3, 7 % -3, 2 ** 10, 2 ** -1, divmod(17, 5), divmod(-17, 5), abs(-3), -(-3))

@@ -1,4 +1,4 @@
-# Output as Python gives it, for tests/differential.rs: stdout and stderr kept
+# Output as Python gives it, for tests/integration/differential.rs: stdout and stderr kept
 # apart, falsy values returned, and one rule for values without a JSON form
 # (the run succeeds, `result_unavailable` names the type) on every engine.
 # `# === name` starts a snippet; `# differs: KEY` marks a known difference that

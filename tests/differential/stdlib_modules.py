@@ -1,4 +1,4 @@
-# The standard modules Monty ships (tests/differential.rs).
+# The standard modules Monty ships (tests/integration/differential.rs).
 
 # === json_roundtrip
 import json

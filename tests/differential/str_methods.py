@@ -1,5 +1,5 @@
 # Methods of str, each snippet printed on every engine and compared with
-# CPython (tests/differential.rs). `# === name` starts a snippet; `# differs:
+# CPython (tests/integration/differential.rs). `# === name` starts a snippet; `# differs:
 # KEY` marks a difference explained in docs/engines.md's limitations table.
 
 # === str_case

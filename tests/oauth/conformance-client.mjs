@@ -64,7 +64,7 @@ async function browse(line) {
 }
 
 // With CODEMCP_OAUTH_TRANSCRIPT set, also record what a user sees around
-// the login (check and status before, status after, logout) for tests/oauth.rs.
+// the login (check and status before, status after, logout) for tests/integration/oauth.rs.
 const record = process.env.CODEMCP_OAUTH_TRANSCRIPT;
 const steps = {};
 if (record) {

@@ -79,7 +79,7 @@ pub fn node_modules() -> PathBuf {
 }
 
 /// Node 22 and the official conformance suite's entry point, from the pinned
-/// test peers (`tests/conformance.rs` runs its server scenarios, `tests/oauth.rs`
+/// test peers (`tests/integration/conformance.rs` runs its server scenarios, `tests/integration/oauth.rs`
 /// its client auth scenarios).
 pub fn conformance_suite() -> (PathBuf, PathBuf) {
     let modules = node_modules();
