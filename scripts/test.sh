@@ -25,8 +25,9 @@ export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 # default; the second run repeats the core tests with the other placement.
 # This includes tests/client_matrix.rs, the client matrix (every pinned MCP client over stdio
 # and HTTP; about 6 minutes on a loaded 2-core machine, see docs/clients.md).
-cargo test --ignore-rust-version "$@"
 if [ $# -eq 0 ]; then
+  # Every crate of the workspace (crates/*: their own unit tests) and the gateway.
+  cargo test --ignore-rust-version --workspace
   "$CODEMCP_PYTHON" worker/test_bootstrap.py
   # One test binary (tests/integration): stages pick its modules by name.
   CODEMCP_MONTY=pool cargo test --ignore-rust-version --test integration -- gateway:: limits:: runaway::
@@ -52,4 +53,6 @@ if [ $# -eq 0 ]; then
     # after every other test that uses Docker.
     cargo test --ignore-rust-version --test docker -- --ignored --test-threads=1
   fi
+else
+  cargo test --ignore-rust-version "$@"
 fi
