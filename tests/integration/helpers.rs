@@ -152,6 +152,38 @@ async fn stub(client: &HttpClient) -> String {
     }
 }
 
+/// `mypy --strict` on the stub with a helper in it, with the mypy the real-server
+/// suite pins (`.deps/servers/py/mypy`); required under `CI=true`.
+fn stub_passes_mypy_strict(stub: &str) {
+    let python = std::env::var("CODEMCP_TEST_SERVERS")
+        .map(|dir| Path::new(&dir).join("py/mypy/bin/python"))
+        .ok()
+        .filter(|p| p.exists());
+    let Some(python) = python else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "mypy is not installed (scripts/test-deps.sh servers)"
+        );
+        eprintln!("skipping mypy --strict on the stub: scripts/test-deps.sh servers installs mypy");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sdk.pyi");
+    std::fs::write(&file, stub).unwrap();
+    let out = std::process::Command::new(python)
+        .args(["-m", "mypy", "--strict", "--no-incremental", "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mypy --strict on the stub with helpers:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 async fn description(client: &HttpClient) -> String {
     let tools = client.list_all_tools().await.expect("tools/list");
     tools[0]
@@ -207,6 +239,7 @@ async fn a_helper_saved_in_one_session_is_called_after_kill_9_and_a_restart() {
         "{stub}"
     );
     assert!(stub.contains("def save_helper(fn: Any"), "{stub}");
+    stub_passes_mypy_strict(&stub);
     let text = description(&client).await;
     assert!(text.contains("Saved helpers (1"), "{text}");
     assert!(text.contains("add_twice(a: int, b: int) -> int"), "{text}");
