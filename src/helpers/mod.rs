@@ -93,7 +93,11 @@ impl Helpers {
             key,
             h.helpers_idle,
             h.helpers_max_total_bytes,
-            settings.sessions.session_store_timeout,
+            // Half the session store's bound: every run reads the helpers
+            // record before its session's, so a stalled store must not cost
+            // a run two full timeouts (the run goes on without helpers, said).
+            (settings.sessions.session_store_timeout / 2)
+                .max(std::time::Duration::from_millis(250)),
         )
         .map_err(ExecError::Store)?;
         let bounds = Bounds {

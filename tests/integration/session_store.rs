@@ -708,7 +708,8 @@ async fn file_survives_a_killed_writer() {
     };
     let h = Handle::mint();
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["file_writer_child", "--exact", "--nocapture"])
+        // The child is this test binary running only that test (by its full path).
+        .args(["session_store::file_writer_child", "--exact", "--nocapture"])
         .env(CHILD_DB, f.file().expect("file"))
         .env(CHILD_HANDLE, h.as_str())
         .stdout(Stdio::piped())
