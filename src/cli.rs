@@ -208,37 +208,31 @@ fn bad_env(err: &clap::Error) -> Option<ConfigError> {
     from_env.then(|| rejected.into())
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, String> {
-    let settings = cli.settings;
-    if let Some(Command::Token { action }) = &cli.command {
-        return tokens(action, settings.http.http_tokens.as_deref());
+/// The commands that need no upstream servers: done here, or `None`.
+async fn without_upstreams(
+    cli: &Cli,
+    path: &config::ConfigPath,
+) -> Option<Result<ExitCode, String>> {
+    let settings = &cli.settings;
+    let command = cli.command.as_ref()?;
+    if let Some(done) = running_gateway(command).await {
+        return Some(done);
     }
-    if let Some(Command::Helpers { action }) = &cli.command {
-        return crate::helpers::cli::run(action, &settings).await;
-    }
-    if let Some(command) = &cli.command
-        && let Some(done) = running_gateway(command).await
-    {
-        return done;
-    }
-    let path = config::resolve_path(cli.config.as_deref());
-    match &cli.command {
-        Some(Command::Import { from, write }) => {
-            return crate::clients::import::run(&path, *from, *write);
-        }
-        Some(Command::Install { client, undo }) => {
-            return crate::clients::install::run(&path, *client, *undo);
-        }
-        Some(Command::Setup {
+    Some(match command {
+        Command::Token { action } => tokens(action, settings.http.http_tokens.as_deref()),
+        Command::Helpers { action } => crate::helpers::cli::run(action, settings).await,
+        Command::Import { from, write } => crate::clients::import::run(path, *from, *write),
+        Command::Install { client, undo } => crate::clients::install::run(path, *client, *undo),
+        Command::Setup {
             what: SetupTarget::Docker { rebuild },
-        }) => return setup_docker(&settings, *rebuild).await,
-        _ => {}
-    }
-    let upstreams = config::load(&path).map_err(|e| e.to_string())?;
-    if let Some(Command::Auth { action }) = &cli.command {
-        return crate::upstream::oauth::run_command(action, &upstreams).await;
-    }
-    let limits = UpstreamLimits {
+        } => setup_docker(settings, *rebuild).await,
+        _ => return None,
+    })
+}
+
+/// How the catalog treats its upstream servers, from the settings.
+fn upstream_limits(settings: &Settings) -> UpstreamLimits {
+    UpstreamLimits {
         tool_timeout: settings.upstream.tool_timeout,
         max_message: settings.upstream.max_tool_result_bytes,
         policy_default: settings.authority.policy_default,
@@ -246,7 +240,20 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         startup_concurrency: settings.upstream.startup_concurrency,
         lazy_idle: settings.upstream.lazy_idle,
         state_dir: Some(crate::exec::store::state_dir()),
-    };
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, String> {
+    let path = config::resolve_path(cli.config.as_deref());
+    if let Some(done) = without_upstreams(&cli, &path).await {
+        return done;
+    }
+    let settings = cli.settings;
+    let upstreams = config::load(&path).map_err(|e| e.to_string())?;
+    if let Some(Command::Auth { action }) = &cli.command {
+        return crate::upstream::oauth::run_command(action, &upstreams).await;
+    }
+    let limits = upstream_limits(&settings);
     // Serving answers `initialize` at once and lets upstreams join as they
     // come; one-shots need them all, so they wait (each up to its timeout).
     let catalog = match &cli.command {

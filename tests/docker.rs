@@ -134,6 +134,7 @@ async fn escalation_runs_in_a_container_with_cpythons_answer() {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one container, every lock checked in turn
 async fn the_container_is_locked_down() {
     let Some(docker) = docker().await else {
         return;
@@ -665,11 +666,8 @@ async fn a_stopped_engine_gives_a_clear_error_and_runs_recover_when_it_is_back()
         tokio::time::sleep(Duration::from_millis(500)).await;
         let stopping = Instant::now();
         // SAFETY: plain kill(2) on the pid read from dockerd's pid file.
-        assert_eq!(
-            unsafe { libc::kill(dockerd, libc::SIGTERM) },
-            0,
-            "kill dockerd"
-        );
+        let killed = unsafe { libc::kill(dockerd, libc::SIGTERM) };
+        assert_eq!(killed, 0, "kill dockerd");
         while support::process_alive(u64::try_from(dockerd).unwrap_or_default()) {
             assert!(
                 stopping.elapsed() < Duration::from_secs(30),

@@ -1,6 +1,7 @@
 //! `codemcp helpers list|show|remove|export|import`: one principal's saved
 //! helpers in the configured session store (the file store unless
 //! `CODEMCP_SESSION_STORE` names another), and the operator's shared ones.
+#![allow(clippy::print_stdout)] // a command: its answers go to stdout
 
 use std::process::ExitCode;
 

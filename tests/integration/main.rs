@@ -6,6 +6,9 @@
 //! `worker_image` (builds a Docker image), `client_matrix` and `real_servers`
 //! (real clients and servers from `.deps/`, minutes each).
 
+#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+#![allow(clippy::print_stdout)] // figures and child-test signals; a test binary is no stdio transport
+
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -87,12 +87,14 @@ fn refund(slot: u32, bytes: usize) {
 /// # Safety
 /// `user` must have been returned by [`CountingAllocator`].
 unsafe fn read_slot(user: *mut u8) -> u32 {
+    // SAFETY: the caller guarantees `user` came from this allocator, so the 4 bytes below it are our slot.
     unsafe { user.sub(4).cast::<u32>().read_unaligned() }
 }
 
 /// # Safety
 /// `user` must point at least 4 bytes into a block we allocated.
 unsafe fn write_slot(user: *mut u8, slot: u32) {
+    // SAFETY: the caller guarantees `user` is at least 4 bytes into our block.
     unsafe { user.sub(4).cast::<u32>().write_unaligned(slot) }
 }
 
@@ -108,10 +110,12 @@ fn full_layout(layout: Layout) -> Option<(Layout, usize)> {
 // enlarged layout; dealloc/realloc recompute the same header from the same layout.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: `alloc` is forwarded with the same layout; `alloc_with` upholds GlobalAlloc's contract.
         unsafe { self.alloc_with(layout, false) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
         unsafe { self.alloc_with(layout, true) }
     }
 
@@ -119,6 +123,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
         let Some((full, header)) = full_layout(layout) else {
             return;
         };
+        // SAFETY: `ptr` came from this allocator with `layout`, so it is `header` bytes into a System block of `full`.
         unsafe {
             refund(read_slot(ptr), layout.size());
             {
@@ -138,6 +143,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
         };
         let slot = current_slot();
         before_growth(slot, new_size.saturating_sub(layout.size()));
+        // SAFETY: as for `dealloc`; the grown block keeps the same header in front of the user pointer.
         unsafe {
             let old_slot = read_slot(ptr);
             let raw = {
@@ -164,6 +170,7 @@ impl CountingAllocator {
         };
         let slot = current_slot();
         before_growth(slot, layout.size());
+        // SAFETY: `full` is non-zero sized (it includes the header); the user pointer is `header` bytes in.
         unsafe {
             let raw = {
                 let _inside = SystemAllocatorCall::enter();
