@@ -10,7 +10,7 @@ use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use support::redis::Redis;
 use support::{HttpClient, Ran, Setup, bin, monty_bin, odd, python2, repo, unpack};
-use tokio::io::AsyncBufReadExt;
+
 use tokio::process::Command;
 
 const KEY: &str = "helpers-e2e-test-key-0123456789abcdefghijkl";
@@ -28,12 +28,7 @@ const KEY: &str = "helpers-e2e-test-key-0123456789abcdefghijkl";
 /// A helper over the odd server's `add_numbers`, and a snippet saving it.
 const SAVE: &str = "import math\n\ndef double(x):\n    return x * 2\n\ndef add_twice(a: int, b: int) -> int:\n    \"\"\"Adds a and b, then doubles the sum.\"\"\"\n    return double(odd_add_numbers(a=a, b=b)) + math.floor(0.5)\n\nsave_helper(add_twice, description='adds then doubles')\n";
 
-struct Gateway {
-    child: tokio::process::Child,
-    url: String,
-    log: Arc<Mutex<Vec<String>>>,
-    _setup: Setup,
-}
+type Gateway = support::LoggedGateway;
 
 const CLEARED: &[&str] = &[
     "CODEMCP_HTTP_TOKEN",
@@ -46,73 +41,7 @@ const CLEARED: &[&str] = &[
 
 async fn serve(state: &Path, env: &[(&str, &str)]) -> Gateway {
     let setup = Setup::new(json!({ "odd": odd(json!({})) }));
-    let mut command = Command::new(bin());
-    command
-        .arg("--config")
-        .arg(setup.config())
-        .args(["serve", "--http", "127.0.0.1:0"]);
-    for var in CLEARED {
-        command.env_remove(var);
-    }
-    let mut child = command
-        .env("XDG_STATE_HOME", state)
-        .env("CODEMCP_MONTY_BIN", monty_bin())
-        .env("CODEMCP_FALLBACK", "none")
-        .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
-        .envs(env.iter().copied())
-        .env("CODEMCP_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn codemcp serve --http");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let url = tokio::time::timeout(Duration::from_secs(90), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let url = line
-                .split("serving MCP on ")
-                .nth(1)
-                .map(|u| u.trim().to_owned());
-            log.lock().unwrap().push(line);
-            if let Some(url) = url {
-                return url;
-            }
-        }
-        panic!(
-            "codemcp exited before serving HTTP: {:?}",
-            log.lock().unwrap()
-        );
-    })
-    .await
-    .expect("codemcp serves HTTP within 90 s");
-    let sink = log.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut sink = sink.lock().unwrap();
-            if sink.len() < 2000 {
-                sink.push(line);
-            }
-        }
-    });
-    Gateway {
-        child,
-        url,
-        log,
-        _setup: setup,
-    }
-}
-
-impl Gateway {
-    async fn kill9(mut self) {
-        self.child.start_kill().expect("SIGKILL");
-        let _ = self.child.wait().await;
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
+    support::serve_http_logged(setup, state, CLEARED, env).await
 }
 
 async fn connect(url: &str, token: Option<&str>) -> HttpClient {

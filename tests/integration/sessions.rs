@@ -9,7 +9,7 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -18,8 +18,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use support::redis::Redis;
-use support::{HttpClient, Ran, Setup, bin, monty_bin, python1, python2, repo, unpack};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use support::{HttpClient, Ran, Setup, python1, python2, repo, unpack};
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 /// The key every gateway of one test shares (`CODEMCP_SESSION_KEY`).
@@ -29,13 +29,7 @@ const KEY: &str = "sessions-e2e-test-key-0123456789abcdefghij";
 
 /// A `codemcp serve --http 127.0.0.1:0` with its own state directory (or one
 /// it shares with another gateway), killed on drop.
-struct Gateway {
-    child: tokio::process::Child,
-    url: String,
-    /// Its stderr so far, for failure messages.
-    log: Arc<Mutex<Vec<String>>>,
-    _setup: Setup,
-}
+type Gateway = support::LoggedGateway;
 
 /// Settings a test does not choose are unset, whatever the caller's environment.
 const CLEARED: &[&str] = &[
@@ -49,74 +43,12 @@ const CLEARED: &[&str] = &[
 ];
 
 async fn serve(state: &Path, env: &[(&str, &str)]) -> Gateway {
-    let setup = Setup::new(json!({}));
-    let mut command = Command::new(bin());
-    command
-        .arg("--config")
-        .arg(setup.config())
-        .args(["serve", "--http", "127.0.0.1:0"]);
-    for var in CLEARED {
-        command.env_remove(var);
-    }
-    let mut child = command
-        .env("XDG_STATE_HOME", state)
-        .env("CODEMCP_MONTY_BIN", monty_bin())
-        .env("CODEMCP_FALLBACK", "none")
-        .env("CODEMCP_STARTUP_WAIT_MS", support::STARTUP_WAIT_MS)
-        .envs(env.iter().copied())
-        .env("CODEMCP_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn codemcp serve --http");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let url = line
-                .split("serving MCP on ")
-                .nth(1)
-                .map(|u| u.trim().to_owned());
-            log.lock().expect("log").push(line);
-            if let Some(url) = url {
-                return url;
-            }
-        }
-        panic!(
-            "codemcp exited before serving HTTP: {:?}",
-            log.lock().expect("log")
-        );
-    })
-    .await
-    .expect("codemcp serves HTTP within 60 s");
-    let sink = log.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut sink = sink.lock().expect("log");
-            if sink.len() < 2000 {
-                sink.push(line);
-            }
-        }
-    });
-    Gateway {
-        child,
-        url,
-        log,
-        _setup: setup,
-    }
+    support::serve_http_logged(Setup::new(json!({})), state, CLEARED, env).await
 }
 
 impl Gateway {
     fn pid(&self) -> u32 {
         self.child.id().expect("gateway pid")
-    }
-
-    /// `kill -9`, and wait until it is gone.
-    async fn kill9(mut self) {
-        self.child.start_kill().expect("SIGKILL");
-        let _ = self.child.wait().await;
     }
 
     fn assert_alive(&mut self) {
@@ -125,10 +57,6 @@ impl Gateway {
             "the gateway exited: {:?}",
             self.log()
         );
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().expect("log").join("\n")
     }
 }
 

@@ -521,3 +521,90 @@ pub async fn scrape_metrics(
         })
         .collect()
 }
+
+/// `codemcp serve --http` on a free loopback port with its own state directory
+/// (`XDG_STATE_HOME`), the `cleared` settings unset whatever the caller's
+/// environment, and its stderr kept for failure messages.
+pub struct LoggedGateway {
+    pub child: tokio::process::Child,
+    pub url: String,
+    /// Its stderr so far (the first 2,000 lines).
+    pub log: Arc<std::sync::Mutex<Vec<String>>>,
+    _setup: Setup,
+}
+
+pub async fn serve_http_logged(
+    setup: Setup,
+    state: &Path,
+    cleared: &[&str],
+    env: &[(&str, &str)],
+) -> LoggedGateway {
+    let mut command = tokio::process::Command::new(bin());
+    command
+        .arg("--config")
+        .arg(setup.config())
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    for var in cleared {
+        command.env_remove(var);
+    }
+    let mut child = command
+        .env("XDG_STATE_HOME", state)
+        .env("CODEMCP_MONTY_BIN", monty_bin())
+        .env("CODEMCP_FALLBACK", "none")
+        .env("CODEMCP_STARTUP_WAIT_MS", STARTUP_WAIT_MS)
+        .envs(env.iter().copied())
+        .env("CODEMCP_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn codemcp serve --http");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let url = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let url = line
+                .split("serving MCP on ")
+                .nth(1)
+                .map(|u| u.trim().to_owned());
+            log.lock().unwrap().push(line);
+            if let Some(url) = url {
+                return url;
+            }
+        }
+        panic!(
+            "codemcp exited before serving HTTP: {:?}",
+            log.lock().unwrap()
+        );
+    })
+    .await
+    .expect("codemcp serves HTTP within 90 s");
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut sink = sink.lock().unwrap();
+            if sink.len() < 2000 {
+                sink.push(line);
+            }
+        }
+    });
+    LoggedGateway {
+        child,
+        url,
+        log,
+        _setup: setup,
+    }
+}
+
+impl LoggedGateway {
+    /// `kill -9`, and wait until it is gone.
+    pub async fn kill9(mut self) {
+        self.child.start_kill().expect("SIGKILL");
+        let _ = self.child.wait().await;
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
