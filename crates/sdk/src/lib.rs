@@ -54,9 +54,10 @@ pub const RESERVED_NAMES: &[&str] = &[
 /// The SDK for one catalog of tools.
 #[derive(Debug, Clone)]
 pub struct Sdk {
-    /// Sorted by `py_name`.
-    functions: Vec<SdkFunction>,
-    index: search::Index,
+    /// Sorted by `py_name`. Shared, like the index: a caller's view with its
+    /// saved helpers is a clone made on every run, which must stay cheap.
+    functions: std::sync::Arc<Vec<SdkFunction>>,
+    index: std::sync::Arc<search::Index>,
     /// `<server>_`, the start of every tool function name of that server,
     /// sorted: the pre-flight check asks on every run.
     server_prefixes: Vec<String>,
@@ -165,7 +166,7 @@ impl Sdk {
             })
             .collect();
         functions.sort_by(|a, b| a.py_name.cmp(&b.py_name));
-        let index = search::Index::new(&functions);
+        let index = std::sync::Arc::new(search::Index::new(&functions));
         let mut server_prefixes: Vec<String> = functions
             .iter()
             .map(|f| format!("{}_", naming::normalize(&f.server)))
@@ -173,7 +174,7 @@ impl Sdk {
         server_prefixes.sort_unstable();
         server_prefixes.dedup();
         Sdk {
-            functions,
+            functions: std::sync::Arc::new(functions),
             index,
             server_prefixes,
             description: std::sync::OnceLock::new(),
