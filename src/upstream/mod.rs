@@ -149,7 +149,13 @@ struct Inner {
     /// One reconfiguration at a time.
     reconfiguring: AsyncMutex<()>,
     sdk: RwLock<Arc<Sdk>>,
-    /// Counts SDK rebuilds, so views built from an older catalog are redone.
+    /// The tools changed since `sdk` was built: the next read rebuilds it. So
+    /// 36 servers joining at start cost one build per read, not 36 builds of
+    /// every tool, and nothing builds before `initialize` is answered.
+    sdk_stale: std::sync::atomic::AtomicBool,
+    /// One build at a time; readers that find it stale wait for that build.
+    sdk_building: parking_lot::Mutex<()>,
+    /// Counts SDK changes, so views built from an older catalog are redone.
     generation: std::sync::atomic::AtomicU64,
     changed: broadcast::Sender<()>,
     tool_timeout: Duration,
@@ -298,6 +304,8 @@ impl Catalog {
                 skipped: RwLock::new(config.skipped.clone()),
                 reconfiguring: AsyncMutex::new(()),
                 sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
+                sdk_stale: std::sync::atomic::AtomicBool::new(true),
+                sdk_building: parking_lot::Mutex::new(()),
                 generation: std::sync::atomic::AtomicU64::new(0),
                 changed: broadcast::channel(16).0,
                 tool_timeout: limits.tool_timeout,
@@ -309,9 +317,8 @@ impl Catalog {
                 lazy_idle: limits.lazy_idle,
             }),
         };
-        // The SDK already has the remembered tools and knows which servers
-        // are still connecting.
-        catalog.inner.rebuild_sdk(false);
+        // The first read builds the SDK from the remembered tools, knowing
+        // which servers are still connecting.
         for upstream in catalog.inner.all() {
             startup::launch(&catalog.inner, upstream);
         }
@@ -393,6 +400,18 @@ impl Catalog {
 
 impl Inner {
     fn current_sdk(&self) -> Arc<Sdk> {
+        use std::sync::atomic::Ordering;
+        if self.sdk_stale.load(Ordering::Acquire) {
+            let _building = self.sdk_building.lock();
+            // A change marks the SDK stale after it changed the tools, so a
+            // build that starts after this swap sees at least that change.
+            if self.sdk_stale.swap(false, Ordering::AcqRel) {
+                let started = Instant::now();
+                let sdk = self.build_sdk(|_, tool| tool.policy);
+                tracing::debug!(target: "codemcp::upstream", functions = sdk.functions().len(), took_ms = started.elapsed().as_millis(), "SDK built");
+                *write(&self.sdk) = sdk;
+            }
+        }
         read(&self.sdk).clone()
     }
 
@@ -533,11 +552,11 @@ impl Inner {
             .is_some_and(|u| Arc::ptr_eq(&u, upstream))
     }
 
-    /// Rebuilds the SDK from every server's tools; with `notify`, tells
-    /// listeners (their tool description changed).
+    /// The SDK is to be rebuilt from every server's tools (by the next read);
+    /// with `notify`, tells listeners (their tool description changed).
     fn rebuild_sdk(&self, notify: bool) {
-        let sdk = self.build_sdk(|_, tool| tool.policy);
-        *write(&self.sdk) = sdk;
+        self.sdk_stale
+            .store(true, std::sync::atomic::Ordering::Release);
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if notify {

@@ -19,6 +19,12 @@ fn broken() -> Value {
 
 const TOOL_TIMEOUT_MS: u64 = 1500;
 
+/// Tests that a fault fails a call at once, not at the timeout, give calls a
+/// long timeout and allow half of it: that still tells the two apart on a
+/// loaded 2-core machine, where "at once" can take several seconds.
+const PATIENT: (&str, &str) = ("CODEMCP_TOOL_TIMEOUT_MS", "30000");
+const AT_ONCE: Duration = Duration::from_secs(15);
+
 /// Calls `call` inside a snippet that catches the error, then checks the
 /// gateway, this upstream and the other one all still answer in the same run.
 fn snippet(call: &str) -> String {
@@ -74,8 +80,9 @@ async fn junk_and_unmatched_answers_time_out_naming_the_tool_and_the_connection_
                 && error.contains("did not answer within 1.5 s"),
             "{tool}: {error}"
         );
-        // The per-call timeout, plus the calls around it; never much more.
-        assert!(took < Duration::from_secs(6), "{tool} took {took:?}");
+        // The per-call timeout, plus the calls around it on a loaded
+        // machine; never the run's own timeout.
+        assert!(took < Duration::from_secs(12), "{tool} took {took:?}");
         assert!(
             same_process,
             "{tool}: junk is skipped, not a reason to restart"
@@ -89,7 +96,7 @@ async fn junk_and_unmatched_answers_time_out_naming_the_tool_and_the_connection_
 
 #[tokio::test]
 async fn malformed_answers_fail_at_once_with_what_was_wrong() {
-    let (_setup, client) = gateway(&[]).await;
+    let (_setup, client) = gateway(&[PATIENT]).await;
     for (tool, expected) in [
         ("bad_result", "not a tool result"),
         ("error_response", "error -32000: kaput: the backend is down"),
@@ -101,7 +108,7 @@ async fn malformed_answers_fail_at_once_with_what_was_wrong() {
                 && error.contains(expected),
             "{tool}: {error}"
         );
-        assert!(took < Duration::from_secs(3), "{tool} took {took:?}");
+        assert!(took < AT_ONCE, "{tool} took {took:?}");
         assert!(same_process, "{tool}");
     }
     // Uncaught, it ends the run as a Python error carrying the same text.
@@ -116,7 +123,7 @@ async fn malformed_answers_fail_at_once_with_what_was_wrong() {
 
 #[tokio::test]
 async fn a_server_that_closes_its_output_fails_the_call_at_once_and_is_replaced() {
-    let (_setup, client) = gateway(&[]).await;
+    let (_setup, client) = gateway(&[PATIENT]).await;
     let old = client.exec("broken_pid()").await.result().clone();
     let old: u64 = old.as_str().and_then(|p| p.parse().ok()).expect("pid");
     let (value, error, same_process, took) = fault(&client, "broken_close_stdout()").await;
@@ -127,10 +134,7 @@ async fn a_server_that_closes_its_output_fails_the_call_at_once_and_is_replaced(
             && error.contains("closed its output"),
         "{error}"
     );
-    assert!(
-        took < Duration::from_secs(3),
-        "waited {took:?}, not the timeout"
-    );
+    assert!(took < AT_ONCE, "waited {took:?}, not the timeout");
     assert!(!same_process, "the next call runs in a new process");
     // The old process (alive but mute) is stopped, not left behind.
     assert!(
@@ -141,7 +145,7 @@ async fn a_server_that_closes_its_output_fails_the_call_at_once_and_is_replaced(
 
 #[tokio::test]
 async fn a_line_that_never_ends_is_cut_at_the_size_limit() {
-    let (_setup, client) = gateway(&[("CODEMCP_MAX_TOOL_RESULT_BYTES", "4MiB")]).await;
+    let (_setup, client) = gateway(&[PATIENT, ("CODEMCP_MAX_TOOL_RESULT_BYTES", "4MiB")]).await;
     let (value, error, same_process, took) = fault(&client, "broken_endless_line(mib=8)").await;
     assert_eq!(value, Value::Null);
     assert!(
@@ -149,7 +153,7 @@ async fn a_line_that_never_ends_is_cut_at_the_size_limit() {
             && error.contains("over the 4.0 MiB limit (CODEMCP_MAX_TOOL_RESULT_BYTES)"),
         "{error}"
     );
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < AT_ONCE, "{took:?}");
     assert!(!same_process);
 }
 
