@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, protocol::Request};
+use crate::authority::principals::{self, Principals};
+use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
 use crate::config::settings::OutputFormat;
 use crate::config::settings::values::Rejected;
 use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
@@ -18,10 +20,7 @@ use crate::exec::store::Owner;
 use crate::exec::worker::docker;
 use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
 use crate::policy::Decision;
-use crate::principals::{self, Principals};
-use crate::server::{
-    self, Authority, CallContext, GatewayState, GuardedTools, HttpAccess, Identity,
-};
+use crate::server::{self, GatewayState, HttpAccess};
 use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
@@ -395,7 +394,7 @@ async fn exec_once(
         label: "cli".to_owned(),
         principal: None,
     };
-    let context = CallContext::new(identity, None, server::Asker::Nobody, Default::default());
+    let context = CallContext::new(identity, None, Asker::Nobody, Default::default());
     let host: Arc<dyn ToolHost> =
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
     let request = RunRequest {

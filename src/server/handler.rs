@@ -19,10 +19,10 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools};
 use super::http_sessions::HttpSessions;
-use super::identity::Identity;
-use super::pending::PausedRuns;
+use crate::authority::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools};
+use crate::authority::identity::Identity;
+use crate::authority::pending::PausedRuns;
 
 mod detached;
 use super::render::render;
