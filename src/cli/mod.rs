@@ -1,26 +1,28 @@
-//! The `codemcp` command line.
-#![allow(clippy::print_stdout)] // a command: its output is for the terminal, not the stdio transport
+//! The `codemcp` command line: `Cli` and `Command`, and the dispatch of a
+//! parsed command. One file per command or group: `serve.rs` (stdio and
+//! HTTP), `exec.rs` (one snippet), `sdk.rs`, `check.rs`, `tokens.rs`
+//! (principals), `setup.rs` (the worker image); the commands that act on a
+//! running gateway are `crate::admin`'s.
+#![allow(clippy::print_stdout)] // commands: their output is for the terminal, not the stdio transport
+
+mod check;
+mod exec;
+mod sdk;
+mod serve;
+mod setup;
+mod tokens;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use tokio_util::sync::CancellationToken;
 
+pub use self::setup::SetupTarget;
+pub use self::tokens::TokenAction;
 use crate::admin::{self, protocol::Request};
-use crate::authority::principals::{self, Principals};
-use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
-use crate::config::settings::OutputFormat;
 use crate::config::settings::values::Rejected;
-use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
-use crate::exec::monty::pool::find_worker_binary;
-use crate::exec::store::Owner;
-use crate::exec::worker::docker;
-use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
-use crate::policy::Decision;
-use crate::server::{self, GatewayState, HttpAccess};
+use crate::config::{self, ConfigError, Settings};
 use crate::upstream::{Catalog, UpstreamLimits};
 
 #[derive(Debug, Parser)]
@@ -132,28 +134,6 @@ pub enum Command {
     MontyWorker,
 }
 
-#[derive(Debug, clap::Subcommand)]
-pub enum SetupTarget {
-    /// Build the CPython worker image (CODEMCP_DOCKER_IMAGE) from the recipe
-    /// this binary carries: pinned Debian packages and the websockets wheel,
-    /// no registry. Needs a running Docker engine.
-    Docker {
-        /// Build even when the image is current
-        #[arg(long)]
-        rebuild: bool,
-    },
-}
-
-#[derive(Debug, clap::Subcommand)]
-pub enum TokenAction {
-    /// Add principal NAME with a new random token; the token is printed once, only its hash is kept
-    Add { name: String },
-    /// Remove principal NAME (its token stops working within a second)
-    Remove { name: String },
-    /// List the principals
-    List,
-}
-
 /// Parses the command line, or exits with clap's message (or ours, for a
 /// bad `CODEMCP_*` value).
 pub fn parse() -> Result<Cli, ExitCode> {
@@ -218,13 +198,13 @@ async fn without_upstreams(
         return Some(done);
     }
     Some(match command {
-        Command::Token { action } => tokens(action, settings.http.http_tokens.as_deref()),
+        Command::Token { action } => tokens::tokens(action, settings.http.http_tokens.as_deref()),
         Command::Helpers { action } => crate::helpers::cli::run(action, settings).await,
         Command::Import { from, write } => crate::clients::import::run(path, *from, *write),
         Command::Install { client, undo } => crate::clients::install::run(path, *client, *undo),
         Command::Setup {
             what: SetupTarget::Docker { rebuild },
-        } => setup_docker(settings, *rebuild).await,
+        } => setup::setup_docker(settings, *rebuild).await,
         _ => return None,
     })
 }
@@ -276,76 +256,18 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     }) {
         Command::Serve { http: None, label } => {
             let admin = running(&catalog, "stdio".to_owned(), label);
-            admin::signals::exit_on_signal(admin.socket_file());
-            let executor = exec::build(&settings, Transport::Stdio)
-                .await
-                .map_err(|e| e.to_string())?;
-            let shared = GatewayState::new(
-                catalog,
-                executor,
-                settings.description_budget,
-                settings.output,
-                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
-            );
-            let served = server::serve_stdio(shared.clone()).await;
-            shared.executor.shutdown().await;
-            served.map_err(|e| e.to_string())?;
+            serve::stdio(&settings, catalog, admin).await?;
         }
         Command::Serve {
             http: Some(addr),
             label,
         } => {
-            let _admin = running(&catalog, format!("http {addr}"), label);
-            let executor = exec::build(&settings, Transport::Http)
-                .await
-                .map_err(|e| e.to_string())?;
-            let shared = GatewayState::new(
-                catalog,
-                executor,
-                settings.description_budget,
-                settings.output,
-                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
-            );
-            let access = HttpAccess {
-                allowed_hosts: settings.http.allowed_hosts.clone(),
-                allowed_origins: settings.http.allowed_origins.clone(),
-                token: settings.http.http_token.clone(),
-                principals: load_principals(&settings, &shared.catalog)?,
-                healthz_open: settings.http.healthz_open,
-                limits: server::HttpLimits::from_settings(&settings),
-            };
-            let shutdown = CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                admin::signals::terminated().await;
-                stop.cancel();
-            });
-            let served = server::serve_http(shared.clone(), addr, access, shutdown).await;
-            shared.executor.shutdown().await;
-            served.map_err(|e| e.to_string())?;
+            let admin = running(&catalog, format!("http {addr}"), label);
+            serve::http(&settings, catalog, addr, admin).await?;
         }
-        Command::Exec { code } => {
-            let executor = exec::build(&settings, Transport::Stdio)
-                .await
-                .map_err(|e| e.to_string())?;
-            let code = exec_once(
-                catalog,
-                &executor,
-                Authority::from_settings(&settings).map_err(|e| e.to_string())?,
-                code,
-                settings.output,
-            )
-            .await;
-            executor.shutdown().await;
-            return Ok(code);
-        }
-        Command::Sdk => {
-            let sdk = catalog.sdk();
-            println!("{}", sdk.description(settings.description_budget));
-            println!("\n# ---- {} ----\n", server::SDK_URI);
-            println!("{}", sdk.stub());
-        }
-        Command::Check => check(&catalog, &settings, &path).await,
+        Command::Exec { code } => return exec::exec(&settings, catalog, code).await,
+        Command::Sdk => sdk::sdk(&catalog, &settings),
+        Command::Check => check::check(&catalog, &settings, &path).await,
         Command::Token { .. }
         | Command::Import { .. }
         | Command::Install { .. }
@@ -381,285 +303,12 @@ async fn running_gateway(command: &Command) -> Option<Result<ExitCode, String>> 
     })
 }
 
-async fn exec_once(
-    catalog: Catalog,
-    executor: &Executor,
-    authority: Authority,
-    code: String,
-    output: OutputFormat,
-) -> ExitCode {
-    // The same policy as for an agent; nobody can be asked, so `ask` is denied.
-    let identity = Identity {
-        owner: Owner::anonymous(),
-        label: "cli".to_owned(),
-        principal: None,
-    };
-    let context = CallContext::new(identity, None, Asker::Nobody, Default::default());
-    let host: Arc<dyn ToolHost> =
-        Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
-    let request = RunRequest {
-        code,
-        timeout: None,
-        session: None,
-    };
-    let execution = executor
-        .run(Owner::anonymous(), request, host, RunControl::default())
-        .await;
-    print!("{}", server::render(&execution, output));
-    if execution.error.is_some() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
-    match path.path() {
-        Some(p) => println!(
-            "config: {}{}",
-            p.display(),
-            if p.exists() {
-                ""
-            } else {
-                " (not found: no upstreams)"
-            }
-        ),
-        None => println!("config: none (HOME is not set)"),
-    }
-    for status in catalog.statuses() {
-        let handshake = status
-            .handshake_ms
-            .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
-        match &status.error {
-            None if status.connecting => println!("  {:<20} still connecting", status.name),
-            None => println!(
-                "  {:<20} connected  {:>4} tools  handshake {handshake}",
-                status.name, status.tools
-            ),
-            Some(e) => println!("  {:<20} FAILED     {e}", status.name),
-        }
-    }
-    for skipped in catalog.skipped() {
-        println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
-    }
-    print_policies(catalog, settings);
-    let placement = match settings.monty.monty_placement {
-        Some(MontyPlacement::InProcess) => "in-process (CODEMCP_MONTY=inprocess)",
-        Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
-        None => "in-process for stdio, worker pool for serve --http (CODEMCP_MONTY unset)",
-    };
-    println!(
-        "engine: monty, {placement}; memory {} MiB, run limit {} ms",
-        settings.monty.monty_mem_limit >> 20,
-        settings.limits.exec_timeout.as_millis()
-    );
-    print_monty_worker(settings).await;
-    let sources = crate::exec::worker::image::Sources {
-        debian_mirror: settings.cpython.debian_mirror.clone(),
-        pypi_files: settings.cpython.pypi_files.clone(),
-    };
-    let status = docker::status(&settings.cpython.docker_image, &sources).await;
-    match &status.engine {
-        Ok(version) => println!("docker engine: {version} (answers)"),
-        Err(e) => println!("docker engine: NOT usable: {e}"),
-    }
-    match &status.image {
-        Some(Ok(image)) => println!("docker image: {image}"),
-        Some(Err(missing)) if status.image_missing => println!("docker image: {missing}"),
-        Some(Err(e)) => println!("docker image: NOT usable: {e}"),
-        None => println!(
-            "docker image: {} (not checked: no engine)",
-            settings.cpython.docker_image
-        ),
-    }
-    print_python_versions(settings).await;
-    // A missing image is built on the first escalation.
-    let docker_usable = matches!(status.image, Some(Ok(_))) || status.image_missing;
-    let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
-        (Isolation::HostSystem, _) => {
-            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
-                .to_owned()
-        }
-        (Isolation::Docker, _) => format!(
-            "every run in CPython in a Docker container (CODEMCP_ISOLATION=DOCKER){}",
-            if docker_usable {
-                ""
-            } else {
-                ": NOT usable, see above"
-            }
-        ),
-        (_, Fallback::Host) => {
-            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)".to_owned()
-        }
-        (_, Fallback::Docker) => format!(
-            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=docker){}",
-            if docker_usable {
-                ""
-            } else {
-                ": NOT usable, see above"
-            }
-        ),
-        (_, Fallback::Auto) if docker_usable => {
-            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: the engine answers)"
-                .to_owned()
-        }
-        (_, Fallback::Auto) => {
-            "none (CODEMCP_FALLBACK=auto found no usable Docker: see above)".to_owned()
-        }
-        (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
-    };
-    println!("cpython fallback: {fallback}");
-}
-
-/// `codemcp setup docker`: builds the worker image unless it is current.
-async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<ExitCode, String> {
-    let sources = crate::exec::worker::image::Sources {
-        debian_mirror: settings.cpython.debian_mirror.clone(),
-        pypi_files: settings.cpython.pypi_files.clone(),
-    };
-    let done = crate::exec::worker::image::setup::setup_docker(
-        &settings.cpython.docker_image,
-        &sources,
-        rebuild,
-        crate::exec::worker::BOOTSTRAP,
-    )
-    .await?;
-    println!("{done}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Monty's CPython target beside the host workers' actual CPython (the
-/// image's is on the `docker image` line), so a mismatch is seen.
-async fn print_python_versions(settings: &Settings) {
-    let target = crate::exec::worker::MONTY_CPYTHON;
-    println!("python: Monty follows CPython {target}");
-    let python = crate::exec::worker::find_python(settings.cpython.python.as_deref());
-    match crate::exec::worker::host_python_version(&python).await {
-        Ok(version) => {
-            let same = version == target || version.starts_with(&format!("{target}."));
-            println!(
-                "host worker python: {} (CPython {version}{})",
-                python.display(),
-                if same {
-                    ""
-                } else {
-                    "; differs from Monty's: answers may change when a run escalates"
-                }
-            );
-        }
-        Err(e) => println!("host worker python: NOT usable: {e}"),
-    }
-}
-
-/// Every tool's effective policy, grouped by decision, per server.
-fn print_policies(catalog: &Catalog, settings: &Settings) {
-    println!(
-        "policy (default for unannotated tools: {}, CODEMCP_POLICY_DEFAULT):",
-        settings.authority.policy_default
-    );
-    for (server, tools) in catalog.policies() {
-        for decision in [Decision::Allow, Decision::Ask, Decision::Deny] {
-            let names: Vec<&str> = tools
-                .iter()
-                .filter(|(_, d)| *d == decision)
-                .map(|(name, _)| name.as_str())
-                .collect();
-            if !names.is_empty() {
-                println!("  {server:<20} {decision:<5}  {}", names.join(", "));
-            }
-        }
-    }
-    match &settings.authority.audit_log {
-        Some(path) => println!("audit log: {}", path.display()),
-        None => println!("audit log: the codemcp::audit log target only (CODEMCP_AUDIT_LOG unset)"),
-    }
-}
-
-/// Runs the worker binary once, bounded, to see that it works.
-/// Which worker pool placement starts, and whether it runs.
-async fn print_monty_worker(settings: &Settings) {
-    use crate::exec::monty::pool::worker_binary;
-    let configured = settings.monty.monty_bin.as_deref();
-    let binary = match find_worker_binary(configured) {
-        Ok(binary) => binary,
-        Err(e) => return println!("monty worker: NOT found: {e}"),
-    };
-    let which = match configured {
-        Some(path) => format!("{} (CODEMCP_MONTY_BIN)", path.display()),
-        None if worker_binary::SELF_WORKER => {
-            "codemcp itself (`codemcp subprocess`; CODEMCP_MONTY_BIN unset)".to_owned()
-        }
-        None => format!(
-            "{} (found; this build is not its own worker)",
-            binary.display()
-        ),
-    };
-    match worker_binary::probe(&binary).await {
-        Ok(version) => println!("monty worker: {which}, Monty {version} (usable)"),
-        Err(e) => println!("monty worker: {which} (NOT usable: {e})"),
-    }
-}
-
-/// `codemcp token …`: edits the principals file (`CODEMCP_HTTP_TOKENS`, else
-/// the default path next to the config file).
-fn tokens(action: &TokenAction, configured: Option<&Path>) -> Result<ExitCode, String> {
-    let path = configured
-        .map(Path::to_path_buf)
-        .or_else(principals::default_path)
-        .ok_or("set CODEMCP_HTTP_TOKENS to the principals file's path")?;
-    match action {
-        TokenAction::Add { name } => {
-            let token = principals::add_token(&path, name).map_err(|e| e.to_string())?;
-            println!("{token}");
-            eprintln!(
-                "codemcp: added principal '{name}' to {}; the token above is shown only this once. \
-                 Serve with CODEMCP_HTTP_TOKENS={} and have the client send 'Authorization: Bearer <token>'.",
-                path.display(),
-                path.display()
-            );
-        }
-        TokenAction::Remove { name } => {
-            principals::remove_token(&path, name).map_err(|e| e.to_string())?;
-            eprintln!(
-                "codemcp: removed principal '{name}' from {}",
-                path.display()
-            );
-        }
-        TokenAction::List => {
-            let loaded = Principals::load(&path).map_err(|e| e.to_string())?;
-            for name in loaded.names() {
-                println!("{name}");
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The principals file of `serve --http`, if one is set; a policy override
-/// naming a server the gateway does not have is worth a warning (a typo).
-fn load_principals(
-    settings: &Settings,
-    catalog: &Catalog,
-) -> Result<Option<Arc<Principals>>, String> {
-    let Some(path) = settings.http.http_tokens.as_deref() else {
-        return Ok(None);
-    };
-    let loaded = Principals::load(path).map_err(|e| e.to_string())?;
-    let servers: Vec<String> = catalog.statuses().into_iter().map(|s| s.name).collect();
-    for name in loaded.names() {
-        for server in loaded.unknown_servers(&name, &servers) {
-            tracing::warn!(target: "codemcp::config", principal = %name, %server, "a principal's policy names a server the gateway does not have");
-        }
-    }
-    tracing::info!(target: "codemcp::server", path = %path.display(), principals = loaded.names().len(), "principals loaded");
-    Ok(Some(Arc::new(loaded)))
-}
-
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, FromArgMatches};
 
     use super::*;
+    use crate::config::Fallback;
 
     /// Parses `args` with the environment ignored.
     fn parse(args: &[&str]) -> Cli {
