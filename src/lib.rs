@@ -2,7 +2,7 @@
 //! functions; agents call one tool, `execute_python`, with a snippet that uses them.
 
 pub mod admin;
-pub mod audit;
+pub mod authority;
 pub mod cli;
 pub mod clients;
 pub mod config;
@@ -11,7 +11,6 @@ pub use codemcp_base::for_humans;
 pub use codemcp_base::metrics;
 pub use codemcp_sdk::policy;
 pub mod helpers;
-pub mod principals;
 pub use codemcp_base::process;
 pub use codemcp_base::secret;
 pub use codemcp_base::secure_file;

@@ -12,7 +12,8 @@ use codemcp::config::{OutputFormat, UpstreamConfig};
 use codemcp::exec::{Executor, RunControl};
 use codemcp::exec::monty::memory::CountingAllocator;
 use codemcp::exec::monty::MontyEngine;
-use codemcp::server::{Asker, Caller, Gateway, GatewayState, Identity};
+use codemcp::authority::{Asker, Identity};
+use codemcp::server::{Caller, Gateway, GatewayState};
 use codemcp::upstream::{Catalog, UpstreamLimits};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -29,7 +30,7 @@ fn world() -> &'static (tokio::runtime::Runtime, Gateway) {
             let upstream_limits = UpstreamLimits { tool_timeout: Duration::from_secs(1), max_message: 1 << 20, policy_default: codemcp::policy::Decision::Allow, startup_wait: Duration::ZERO, startup_concurrency: 4, lazy_idle: Duration::from_secs(60), state_dir: None };
             let catalog = Catalog::connect(&config, upstream_limits).await;
             let engine = MontyEngine::new(limits::small());
-            Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact, codemcp::server::Authority::default()))
+            Gateway::new_session(GatewayState::new(catalog, Executor::in_memory(Arc::new(engine), limits::checks()).expect("memory store"), 24_000, OutputFormat::Compact, codemcp::authority::Authority::default()))
         });
         (runtime, gateway)
     })

@@ -19,18 +19,18 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools};
 use super::http_sessions::HttpSessions;
-use super::identity::Identity;
-use super::pending::PausedRuns;
+use crate::authority::guarded::{Asker, Authority, CallContext, GrantBook, GuardedTools};
+use crate::authority::identity::Identity;
+use crate::authority::pending::PausedRuns;
 
+mod arguments;
 mod detached;
+use self::arguments::{input_schema, parse_request};
 use super::render::render;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
-use crate::exec::{
-    ErrorKind, Execution, Executor, RunControl, RunError, RunRequest, ToolCallObserver, ToolHost,
-};
+use crate::exec::{Execution, Executor, RunControl, RunRequest, ToolCallObserver, ToolHost};
 use crate::timing;
 use crate::upstream::Catalog;
 
@@ -386,55 +386,6 @@ impl Gateway {
         cancel.cancel(); // ends the link task
         result
     }
-}
-
-/// The arguments of `execute_python`; the input schema is derived from it.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-struct ExecuteArgs {
-    /// Python code to run; tools are plain functions
-    code: String,
-    /// optional wall-time limit for this run
-    #[schemars(range(min = 1))]
-    timeout_ms: Option<u64>,
-    /// the session handle a previous result gave: continue that session's variables
-    session: Option<String>,
-}
-
-fn input_schema() -> Arc<Map<String, Value>> {
-    static SCHEMA: std::sync::OnceLock<Arc<Map<String, Value>>> = std::sync::OnceLock::new();
-    SCHEMA
-        .get_or_init(|| {
-            let schema = serde_json::to_value(schemars::schema_for!(ExecuteArgs));
-            match schema {
-                Ok(Value::Object(mut map)) => {
-                    map.remove("$schema");
-                    map.remove("title");
-                    Arc::new(map)
-                }
-                _ => Arc::new(Map::new()),
-            }
-        })
-        .clone()
-}
-
-fn parse_request(arguments: Option<&Map<String, Value>>) -> Result<RunRequest, RunError> {
-    let bad = |message: String| {
-        RunError::new(ErrorKind::Input, "TypeError", message).with_hint(
-            "call execute_python with {\"code\": \"<python>\"} and optionally \"timeout_ms\" and \"session\"",
-        )
-    };
-    let arguments = arguments.ok_or_else(|| bad("missing arguments".into()))?;
-    let args: ExecuteArgs = serde_json::from_value(Value::Object(arguments.clone()))
-        .map_err(|e| bad(format!("bad arguments: {e}")))?;
-    let timeout = match args.timeout_ms {
-        Some(0) => return Err(bad("'timeout_ms' must be a positive integer".into())),
-        other => other.map(Duration::from_millis),
-    };
-    Ok(RunRequest {
-        code: args.code,
-        timeout,
-        session: args.session.filter(|s| !s.is_empty()),
-    })
 }
 
 /// Who makes an `execute_python` call.

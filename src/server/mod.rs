@@ -1,14 +1,11 @@
 //! Serving the gateway over stdio and Streamable HTTP.
 
-mod connections;
-mod guarded;
+pub(crate) mod connections;
 mod handler;
 mod health;
 mod http_sessions;
-mod identity;
 mod listen;
 mod origin;
-mod pending;
 mod render;
 mod request_body;
 mod session_guard;
@@ -25,9 +22,9 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use self::guarded::{Asker, Authority, CallContext, GuardedTools};
+use crate::authority::identity;
+
 pub use self::handler::{Caller, Gateway, GatewayState, SDK_URI, TOOL_NAME};
-pub use self::identity::Identity;
 pub use self::render::{render, render_text};
 
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +74,7 @@ pub struct HttpAccess {
     /// Required as `Authorization: Bearer <token>` when set.
     pub token: Option<String>,
     /// Principals, each with its own token (`CODEMCP_HTTP_TOKENS`).
-    pub principals: Option<Arc<crate::principals::Principals>>,
+    pub principals: Option<Arc<crate::authority::principals::Principals>>,
     /// `CODEMCP_HEALTHZ_OPEN`: `/healthz` without token and Host checks.
     pub healthz_open: bool,
     /// What one client may hold of the gateway.

@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::SessionManager;
 
 use super::http_sessions::{Access, HttpSessions, created_by};
-use super::identity::Identity;
 use super::request_body::Buffered;
+use crate::authority::identity::Identity;
 
 /// The caps on MCP sessions.
 pub struct SessionGuard {

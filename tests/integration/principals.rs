@@ -338,7 +338,7 @@ fn parallel_token_adds_all_work() {
         );
         printed.push((i, String::from_utf8(out.stdout).unwrap().trim().to_owned()));
     }
-    let principals = codemcp::principals::Principals::load(&tokens).expect("loads");
+    let principals = codemcp::authority::principals::Principals::load(&tokens).expect("loads");
     for (i, token) in &printed {
         let who = principals.authenticate(token).map(|p| p.name.clone());
         assert_eq!(

@@ -1,6 +1,6 @@
 //! A 2026-07-28 call stands alone: its run goes on in its own task, so that a
 //! question it asks can be answered `input_required` and the client's retry
-//! (SEP-2322) can pick the same run up again (see `pending.rs`).
+//! (SEP-2322) can pick the same run up again (see `authority/pending.rs`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,10 +16,10 @@ use rmcp::service::RequestContext;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::super::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
-use super::super::identity::Identity;
-use super::super::pending::Waiting;
 use super::{AskRoute, Caller, Gateway, progress_observer, tool_result};
+use crate::authority::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
+use crate::authority::identity::Identity;
+use crate::authority::pending::Waiting;
 use crate::exec::store::Owner;
 use crate::exec::{Execution, ParkedCall, RunControl, ToolHost};
 

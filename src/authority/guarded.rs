@@ -19,7 +19,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::audit::{AuditEntry, AuditLog};
+use super::audit::{AuditEntry, AuditLog};
 use crate::config::Settings;
 use crate::exec::{ToolFailure, ToolHost};
 use crate::policy::Decision;
@@ -44,7 +44,7 @@ pub struct Authority {
 impl Authority {
     /// # Errors
     /// `CODEMCP_AUDIT_LOG` names a file that cannot be opened for appending.
-    pub fn from_settings(settings: &Settings) -> Result<Self, crate::audit::AuditError> {
+    pub fn from_settings(settings: &Settings) -> Result<Self, super::audit::AuditError> {
         let authority = &settings.authority;
         let audit = match &authority.audit_log {
             Some(path) => AuditLog::open(path, authority.audit_max_bytes)?
@@ -283,7 +283,7 @@ impl ToolHost for GuardedTools {
                 return Err(call.refuse("deny", why.to_owned()));
             }
             let decided = call.authorize(Some(decision)).await?;
-            let shown = crate::audit::shown_arguments(&call.args);
+            let shown = super::audit::shown_arguments(&call.args);
             call.record(&shown, decided, "ok", Duration::ZERO, 0);
             Ok(())
         })
@@ -318,7 +318,7 @@ impl Call {
         let args = std::mem::take(&mut self.args);
         let audited = self.authority.audit.wanted();
         let shown = if audited {
-            crate::audit::shown_arguments(&args)
+            super::audit::shown_arguments(&args)
         } else {
             Value::Null
         };
@@ -336,7 +336,7 @@ impl Call {
         };
         if audited {
             let result_bytes = match &result {
-                Ok(r) => crate::audit::json_len(r),
+                Ok(r) => super::audit::json_len(r),
                 Err(_) => 0,
             };
             self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
@@ -380,7 +380,7 @@ impl Call {
     }
 
     fn refuse(&self, decision: &str, message: String) -> ToolFailure {
-        let shown = crate::audit::shown_arguments(&self.args);
+        let shown = super::audit::shown_arguments(&self.args);
         self.record(&shown, decision, "none", Duration::ZERO, 0);
         ToolFailure { message }
     }

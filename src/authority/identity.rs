@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
-use super::connections::ConnectionMark;
+use super::principals::{Principal, Principals};
 use crate::exec::store::Owner;
 use crate::policy::Decision;
-use crate::principals::{Principal, Principals};
 use crate::sdk::Sdk;
+use crate::server::connections::ConnectionMark;
 use crate::upstream::Catalog;
 
 /// The caller of one request.

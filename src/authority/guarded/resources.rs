@@ -56,7 +56,7 @@ async fn one(guard: Guard, server: String, call: ResourceCall) -> Result<Value, 
         args: call.shown_arguments(),
         helper: None,
     };
-    let shown = crate::audit::shown_arguments(&checked.args);
+    let shown = crate::authority::audit::shown_arguments(&checked.args);
     let decision = match policy {
         None => {
             let unknown = UpstreamError::UnknownServer(checked.server.clone());
@@ -81,7 +81,7 @@ async fn one(guard: Guard, server: String, call: ResourceCall) -> Result<Value, 
         Err(ResourceError::Timeout { .. }) => "timeout",
         Err(_) => "error",
     };
-    let bytes = result.as_ref().map_or(0, crate::audit::json_len);
+    let bytes = result.as_ref().map_or(0, crate::authority::audit::json_len);
     checked.record(&shown, decision, outcome, started.elapsed(), bytes);
     result.map_err(|e| ToolFailure {
         message: e.to_string(),

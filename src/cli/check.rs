@@ -1,0 +1,179 @@
+//! `codemcp check`: each upstream (connected, tools, handshake time), the
+//! policies, and whether each engine can run here.
+
+use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
+use crate::exec::monty::pool::find_worker_binary;
+use crate::exec::worker::docker;
+use crate::policy::Decision;
+use crate::upstream::Catalog;
+
+/// Prints what `codemcp check` reports, section by section.
+pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
+    match path.path() {
+        Some(p) => println!(
+            "config: {}{}",
+            p.display(),
+            if p.exists() {
+                ""
+            } else {
+                " (not found: no upstreams)"
+            }
+        ),
+        None => println!("config: none (HOME is not set)"),
+    }
+    for status in catalog.statuses() {
+        let handshake = status
+            .handshake_ms
+            .map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
+        match &status.error {
+            None if status.connecting => println!("  {:<20} still connecting", status.name),
+            None => println!(
+                "  {:<20} connected  {:>4} tools  handshake {handshake}",
+                status.name, status.tools
+            ),
+            Some(e) => println!("  {:<20} FAILED     {e}", status.name),
+        }
+    }
+    for skipped in catalog.skipped() {
+        println!("  {:<20} skipped    {}", skipped.name, skipped.reason);
+    }
+    print_policies(catalog, settings);
+    let placement = match settings.monty.monty_placement {
+        Some(MontyPlacement::InProcess) => "in-process (CODEMCP_MONTY=inprocess)",
+        Some(MontyPlacement::Pool) => "worker pool (CODEMCP_MONTY=pool)",
+        None => "in-process for stdio, worker pool for serve --http (CODEMCP_MONTY unset)",
+    };
+    println!(
+        "engine: monty, {placement}; memory {} MiB, run limit {} ms",
+        settings.monty.monty_mem_limit >> 20,
+        settings.limits.exec_timeout.as_millis()
+    );
+    print_monty_worker(settings).await;
+    let sources = crate::exec::worker::image::Sources {
+        debian_mirror: settings.cpython.debian_mirror.clone(),
+        pypi_files: settings.cpython.pypi_files.clone(),
+    };
+    let status = docker::status(&settings.cpython.docker_image, &sources).await;
+    match &status.engine {
+        Ok(version) => println!("docker engine: {version} (answers)"),
+        Err(e) => println!("docker engine: NOT usable: {e}"),
+    }
+    match &status.image {
+        Some(Ok(image)) => println!("docker image: {image}"),
+        Some(Err(missing)) if status.image_missing => println!("docker image: {missing}"),
+        Some(Err(e)) => println!("docker image: NOT usable: {e}"),
+        None => println!(
+            "docker image: {} (not checked: no engine)",
+            settings.cpython.docker_image
+        ),
+    }
+    print_python_versions(settings).await;
+    // A missing image is built on the first escalation.
+    let docker_usable = matches!(status.image, Some(Ok(_))) || status.image_missing;
+    let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
+        (Isolation::HostSystem, _) => {
+            "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
+                .to_owned()
+        }
+        (Isolation::Docker, _) => format!(
+            "every run in CPython in a Docker container (CODEMCP_ISOLATION=DOCKER){}",
+            if docker_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
+        ),
+        (_, Fallback::Host) => {
+            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)".to_owned()
+        }
+        (_, Fallback::Docker) => format!(
+            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=docker){}",
+            if docker_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
+        ),
+        (_, Fallback::Auto) if docker_usable => {
+            "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: the engine answers)"
+                .to_owned()
+        }
+        (_, Fallback::Auto) => {
+            "none (CODEMCP_FALLBACK=auto found no usable Docker: see above)".to_owned()
+        }
+        (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
+    };
+    println!("cpython fallback: {fallback}");
+}
+
+/// Monty's CPython target beside the host workers' actual CPython (the
+/// image's is on the `docker image` line), so a mismatch is seen.
+async fn print_python_versions(settings: &Settings) {
+    let target = crate::exec::worker::MONTY_CPYTHON;
+    println!("python: Monty follows CPython {target}");
+    let python = crate::exec::worker::find_python(settings.cpython.python.as_deref());
+    match crate::exec::worker::host_python_version(&python).await {
+        Ok(version) => {
+            let same = version == target || version.starts_with(&format!("{target}."));
+            println!(
+                "host worker python: {} (CPython {version}{})",
+                python.display(),
+                if same {
+                    ""
+                } else {
+                    "; differs from Monty's: answers may change when a run escalates"
+                }
+            );
+        }
+        Err(e) => println!("host worker python: NOT usable: {e}"),
+    }
+}
+
+/// Every tool's effective policy, grouped by decision, per server.
+fn print_policies(catalog: &Catalog, settings: &Settings) {
+    println!(
+        "policy (default for unannotated tools: {}, CODEMCP_POLICY_DEFAULT):",
+        settings.authority.policy_default
+    );
+    for (server, tools) in catalog.policies() {
+        for decision in [Decision::Allow, Decision::Ask, Decision::Deny] {
+            let names: Vec<&str> = tools
+                .iter()
+                .filter(|(_, d)| *d == decision)
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if !names.is_empty() {
+                println!("  {server:<20} {decision:<5}  {}", names.join(", "));
+            }
+        }
+    }
+    match &settings.authority.audit_log {
+        Some(path) => println!("audit log: {}", path.display()),
+        None => println!("audit log: the codemcp::audit log target only (CODEMCP_AUDIT_LOG unset)"),
+    }
+}
+
+/// Runs the worker binary once, bounded, to see that it works.
+/// Which worker pool placement starts, and whether it runs.
+async fn print_monty_worker(settings: &Settings) {
+    use crate::exec::monty::pool::worker_binary;
+    let configured = settings.monty.monty_bin.as_deref();
+    let binary = match find_worker_binary(configured) {
+        Ok(binary) => binary,
+        Err(e) => return println!("monty worker: NOT found: {e}"),
+    };
+    let which = match configured {
+        Some(path) => format!("{} (CODEMCP_MONTY_BIN)", path.display()),
+        None if worker_binary::SELF_WORKER => {
+            "codemcp itself (`codemcp subprocess`; CODEMCP_MONTY_BIN unset)".to_owned()
+        }
+        None => format!(
+            "{} (found; this build is not its own worker)",
+            binary.display()
+        ),
+    };
+    match worker_binary::probe(&binary).await {
+        Ok(version) => println!("monty worker: {which}, Monty {version} (usable)"),
+        Err(e) => println!("monty worker: {which} (NOT usable: {e})"),
+    }
+}

@@ -1,0 +1,66 @@
+//! `codemcp exec CODE`: one snippet against the configured upstreams, under
+//! the same policy as an agent's, its result printed.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
+use crate::config::Settings;
+use crate::config::settings::OutputFormat;
+use crate::exec::store::Owner;
+use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
+use crate::server;
+use crate::upstream::Catalog;
+
+/// Builds the engines, runs `code` once and shuts them down again.
+pub(super) async fn exec(
+    settings: &Settings,
+    catalog: Catalog,
+    code: String,
+) -> Result<ExitCode, String> {
+    let executor = exec::build(settings, Transport::Stdio)
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = exec_once(
+        catalog,
+        &executor,
+        Authority::from_settings(settings).map_err(|e| e.to_string())?,
+        code,
+        settings.output,
+    )
+    .await;
+    executor.shutdown().await;
+    Ok(code)
+}
+
+async fn exec_once(
+    catalog: Catalog,
+    executor: &Executor,
+    authority: Authority,
+    code: String,
+    output: OutputFormat,
+) -> ExitCode {
+    // The same policy as for an agent; nobody can be asked, so `ask` is denied.
+    let identity = Identity {
+        owner: Owner::anonymous(),
+        label: "cli".to_owned(),
+        principal: None,
+    };
+    let context = CallContext::new(identity, None, Asker::Nobody, Default::default());
+    let host: Arc<dyn ToolHost> =
+        Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
+    let request = RunRequest {
+        code,
+        timeout: None,
+        session: None,
+    };
+    let execution = executor
+        .run(Owner::anonymous(), request, host, RunControl::default())
+        .await;
+    print!("{}", server::render(&execution, output));
+    if execution.error.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,34 @@
+//! `codemcp setup`: prepares an optional part ahead of time.
+
+use std::process::ExitCode;
+
+use crate::config::Settings;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SetupTarget {
+    /// Build the CPython worker image (CODEMCP_DOCKER_IMAGE) from the recipe
+    /// this binary carries: pinned Debian packages and the websockets wheel,
+    /// no registry. Needs a running Docker engine.
+    Docker {
+        /// Build even when the image is current
+        #[arg(long)]
+        rebuild: bool,
+    },
+}
+
+/// `codemcp setup docker`: builds the worker image unless it is current.
+pub(super) async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<ExitCode, String> {
+    let sources = crate::exec::worker::image::Sources {
+        debian_mirror: settings.cpython.debian_mirror.clone(),
+        pypi_files: settings.cpython.pypi_files.clone(),
+    };
+    let done = crate::exec::worker::image::setup::setup_docker(
+        &settings.cpython.docker_image,
+        &sources,
+        rebuild,
+        crate::exec::worker::BOOTSTRAP,
+    )
+    .await?;
+    println!("{done}");
+    Ok(ExitCode::SUCCESS)
+}
