@@ -15,7 +15,6 @@ use super::principals::{Principal, Principals};
 use crate::exec::store::Owner;
 use crate::policy::Decision;
 use crate::sdk::Sdk;
-use crate::server::connections::ConnectionMark;
 use crate::upstream::Catalog;
 
 /// The caller of one request.
@@ -128,13 +127,13 @@ impl Authenticator {
                 .and_then(|all| all.authenticate(&presented));
             if let Some(principal) = principal {
                 request.extensions_mut().insert(principal);
-                return passed(request, next).await;
+                return next.run(request).await;
             }
             let shared = self.token.as_ref().is_some_and(|token| {
                 crate::secret::constant_time_eq(presented.as_bytes(), token.as_bytes())
             });
             if shared {
-                return passed(request, next).await;
+                return next.run(request).await;
             }
         }
         tracing::warn!(target: "codemcp::server", "rejected HTTP request without a valid bearer token");
@@ -145,13 +144,4 @@ impl Authenticator {
         )
             .into_response()
     }
-}
-
-/// A request that needs no token (none is configured), or passed the check:
-/// its connection keeps its place when unauthenticated ones give way.
-pub async fn passed(request: Request, next: Next) -> Response {
-    if let Some(mark) = request.extensions().get::<ConnectionMark>() {
-        mark.authenticated();
-    }
-    next.run(request).await
 }

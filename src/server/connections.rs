@@ -140,6 +140,18 @@ impl ConnectionMark {
     }
 }
 
+/// A request that needs no token (none is configured), or passed the check:
+/// its connection keeps its place when unauthenticated ones give way.
+pub async fn passed(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(mark) = request.extensions().get::<ConnectionMark>() {
+        mark.authenticated();
+    }
+    next.run(request).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

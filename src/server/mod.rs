@@ -1,6 +1,6 @@
 //! Serving the gateway over stdio and Streamable HTTP.
 
-pub(crate) mod connections;
+mod connections;
 mod handler;
 mod health;
 mod http_sessions;
@@ -179,10 +179,12 @@ pub async fn serve_http(
                 request_body::read_within(body_timeout, request, next)
             },
         ));
-    let mut app = mcp.merge(observing.guarded());
-    if authenticator.is_open() {
-        app = app.layer(axum::middleware::from_fn(identity::passed));
-    } else {
+    // A request that reaches `passed` needed no token or passed the bearer
+    // check (the outer layer, when tokens are configured).
+    let mut app = mcp
+        .merge(observing.guarded())
+        .layer(axum::middleware::from_fn(connections::passed));
+    if !authenticator.is_open() {
         app = app.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| authenticator.clone().check(request, next),
         ));
