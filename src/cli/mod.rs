@@ -219,6 +219,7 @@ fn upstream_limits(settings: &Settings) -> UpstreamLimits {
         startup_concurrency: settings.upstream.startup_concurrency,
         lazy_idle: settings.upstream.lazy_idle,
         state_dir: Some(crate::exec::store::state_dir()),
+        description_budget: settings.description_budget,
     }
 }
 

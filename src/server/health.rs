@@ -177,6 +177,7 @@ mod tests {
             startup_concurrency: 4,
             lazy_idle: std::time::Duration::from_secs(60),
             state_dir: None,
+            description_budget: 8000,
         };
         let catalog = Catalog::start(&crate::config::UpstreamConfig::default(), limits);
         let health = Health {

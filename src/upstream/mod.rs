@@ -110,6 +110,9 @@ pub struct UpstreamLimits {
     pub lazy_idle: Duration,
     /// Where each server's last tool list is remembered; `None`: nowhere.
     pub state_dir: Option<std::path::PathBuf>,
+    /// `CODEMCP_DESCRIPTION_BUDGET`: the instructions and description are
+    /// rendered for it before any server starts.
+    pub description_budget: usize,
 }
 
 /// One connection as a call uses it.
@@ -317,8 +320,13 @@ impl Catalog {
                 lazy_idle: limits.lazy_idle,
             }),
         };
-        // The first read builds the SDK from the remembered tools, knowing
-        // which servers are still connecting.
+        // Before any server starts (together they take the CPU for seconds):
+        // the SDK of the remembered tools, knowing which servers are still
+        // connecting, with its instructions and description, so the first
+        // `initialize` and `tools/list` are answered from them at once.
+        let sdk = catalog.inner.current_sdk();
+        sdk.instructions(limits.description_budget);
+        sdk.description(limits.description_budget);
         for upstream in catalog.inner.all() {
             startup::launch(&catalog.inner, upstream);
         }

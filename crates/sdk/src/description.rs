@@ -50,19 +50,35 @@ The snippet's result is its last expression, or a variable named `result`, plus 
 /// The catalog as the head describes it.
 pub struct Servers<'a> {
     by_server: BTreeMap<&'a str, Vec<&'a SdkFunction>>,
-    purposes: BTreeMap<&'a str, Purpose>,
+    purposes: &'a BTreeMap<String, Purpose>,
     total: usize,
 }
 
+/// The functions of each server, by server name.
+fn by_server(functions: &[SdkFunction]) -> BTreeMap<&str, Vec<&SdkFunction>> {
+    let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
+    for f in functions {
+        by_server.entry(f.server.as_str()).or_default().push(f);
+    }
+    by_server
+}
+
+/// What each server is for (see [`purposes`]): computed once per SDK, as the
+/// instructions and the description both need it.
+pub fn purposes_of(
+    functions: &[SdkFunction],
+    about: &BTreeMap<String, String>,
+) -> BTreeMap<String, Purpose> {
+    purposes(&by_server(functions), about)
+        .into_iter()
+        .map(|(server, purpose)| (server.to_owned(), purpose))
+        .collect()
+}
+
 impl<'a> Servers<'a> {
-    pub fn new(functions: &'a [SdkFunction], about: &BTreeMap<String, String>) -> Self {
-        let mut by_server: BTreeMap<&str, Vec<&SdkFunction>> = BTreeMap::new();
-        for f in functions {
-            by_server.entry(f.server.as_str()).or_default().push(f);
-        }
-        let purposes = purposes(&by_server, about);
+    pub fn new(functions: &'a [SdkFunction], purposes: &'a BTreeMap<String, Purpose>) -> Self {
         Servers {
-            by_server,
+            by_server: by_server(functions),
             purposes,
             total: functions.len(),
         }
@@ -75,7 +91,7 @@ impl<'a> Servers<'a> {
             .map(|(name, fs)| Entry {
                 name,
                 tools: fs.len(),
-                purpose: self.purposes.get(name),
+                purpose: self.purposes.get(*name),
             })
             .collect();
         entries.extend(

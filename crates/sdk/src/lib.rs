@@ -57,7 +57,12 @@ pub struct Sdk {
     /// Sorted by `py_name`. Shared, like the index: a caller's view with its
     /// saved helpers is a clone made on every run, which must stay cheap.
     functions: std::sync::Arc<Vec<SdkFunction>>,
-    index: std::sync::Arc<search::Index>,
+    /// Built on the first search, not with the SDK: it is a third of the
+    /// build, and a gateway answers `initialize` before anyone searches.
+    index: std::sync::Arc<std::sync::OnceLock<search::Index>>,
+    /// What each server is for, once: the instructions and the description
+    /// both name it.
+    purposes: std::sync::OnceLock<BTreeMap<String, purpose::Purpose>>,
     /// `<server>_`, the start of every tool function name of that server,
     /// sorted: the pre-flight check asks on every run.
     server_prefixes: Vec<String>,
@@ -166,7 +171,6 @@ impl Sdk {
             })
             .collect();
         functions.sort_by(|a, b| a.py_name.cmp(&b.py_name));
-        let index = std::sync::Arc::new(search::Index::new(&functions));
         let mut server_prefixes: Vec<String> = functions
             .iter()
             .map(|f| format!("{}_", naming::normalize(&f.server)))
@@ -175,7 +179,8 @@ impl Sdk {
         server_prefixes.dedup();
         Sdk {
             functions: std::sync::Arc::new(functions),
-            index,
+            index: std::sync::Arc::default(),
+            purposes: std::sync::OnceLock::new(),
             server_prefixes,
             description: std::sync::OnceLock::new(),
             instructions: std::sync::OnceLock::new(),
@@ -188,6 +193,7 @@ impl Sdk {
     /// The same SDK, knowing what each server says it is for (see [`Sdk::description`]).
     pub fn with_about(mut self, about: BTreeMap<String, String>) -> Sdk {
         self.about = about;
+        self.purposes = std::sync::OnceLock::new();
         self.description = std::sync::OnceLock::new();
         self.instructions = std::sync::OnceLock::new();
         self
@@ -201,8 +207,12 @@ impl Sdk {
 
     /// The same SDK with one caller's saved helpers (see `crate::helpers`).
     pub fn with_helpers(mut self, helpers: Vec<HelperDoc>) -> Sdk {
+        // No helpers describe as none do: a description rendered already
+        // stays (each `tools/list` of a caller without helpers comes here).
+        if !(helpers.is_empty() && self.helpers().is_empty()) {
+            self.description = std::sync::OnceLock::new();
+        }
         self.helpers = Some(std::sync::Arc::new(helpers));
-        self.description = std::sync::OnceLock::new();
         self
     }
 
@@ -264,7 +274,7 @@ impl Sdk {
     /// signatures are; signatures fill the rest of the budget, most useful first.
     pub fn description(&self, budget_chars: usize) -> String {
         let render = || {
-            let servers = description::Servers::new(&self.functions, &self.about);
+            let servers = description::Servers::new(&self.functions, self.purposes());
             let helpers = self.helpers();
             let reserve = if helpers.is_empty() {
                 0
@@ -290,7 +300,7 @@ impl Sdk {
     /// those still connecting included, within `budget_chars` and [`HEAD_CHARS`].
     pub fn instructions(&self, budget_chars: usize) -> String {
         let render = || {
-            let servers = description::Servers::new(&self.functions, &self.about);
+            let servers = description::Servers::new(&self.functions, self.purposes());
             let connecting: Vec<String> =
                 self.connecting.iter().map(|c| c.server.clone()).collect();
             description::instructions(&servers, &connecting, budget_chars)
@@ -312,12 +322,22 @@ impl Sdk {
         text
     }
 
+    fn index(&self) -> &search::Index {
+        self.index
+            .get_or_init(|| search::Index::new(&self.functions))
+    }
+
+    fn purposes(&self) -> &BTreeMap<String, purpose::Purpose> {
+        self.purposes
+            .get_or_init(|| description::purposes_of(&self.functions, &self.about))
+    }
+
     /// Up to `limit` tools ranked by relevance to `query`; the first `limit` by name when the
     /// query is empty.
     /// Servers not joined yet follow, one hit each, named `<server>_*`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
         let mut hits: Vec<SearchHit> = self
-            .index
+            .index()
             .search(query, limit)
             .into_iter()
             .filter_map(|i| self.functions.get(i))
