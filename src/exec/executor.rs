@@ -267,7 +267,7 @@ impl Executor {
             self.earlier.add(handle, checked.bound_tool_names.clone());
         }
         tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), problems = checked.total, "pre-flight check");
-        checked.error().map_or(Ok(()), Err)
+        checked.rejection().map_or(Ok(()), |r| Err(r.into()))
     }
 
     fn check(&self, request: RunRequest) -> Result<Run, RunError> {

@@ -5,19 +5,14 @@
 //! [`Execution`] back; tool calls go out through [`ToolHost`].
 
 mod build;
-pub mod call_sites;
-#[rustfmt::skip]
-pub(crate) mod cpython_tables;
 mod executor;
-pub mod imports;
 pub mod monty;
 mod parked;
 mod persistence;
-pub mod preflight;
 pub mod router;
 pub(crate) mod session_table;
+pub use codemcp_snippet::{call_sites, cpython_tables, imports, preflight, syntax};
 pub use codemcp_store as store;
-pub mod syntax;
 pub mod worker;
 
 pub use self::build::{ExecError, Transport, build, store_spec_and_key};
@@ -292,6 +287,13 @@ impl RunError {
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
+    }
+}
+
+impl From<preflight::Rejection> for RunError {
+    fn from(rejection: preflight::Rejection) -> Self {
+        RunError::new(ErrorKind::Preflight, rejection.exc_type, rejection.message)
+            .with_hint(rejection.hint)
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Error types alone do not tell: a `TypeError` may be a real bug or a dunder
 //! Monty does not dispatch. So the rules look at the phase, the message and
-//! reference tables of what CPython has (`exec/cpython_tables.rs`).
+//! reference tables of what CPython has (`codemcp_snippet::cpython_tables`).
 
 use monty_types::{ExcType, MontyException};
 

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const PUBLISHED: &str = include_str!("../../../../tests/schemas/published.json");
+const PUBLISHED: &str = include_str!("../../../../../tests/schemas/published.json");
 
 /// What the check says of `code` passed as `param` of a tool with `root`.
 fn verdict(root: &Value, param: &str, code: &str) -> Option<String> {

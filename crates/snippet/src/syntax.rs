@@ -28,7 +28,7 @@ pub struct Outline {
 /// recurse as deep as the code nests, which the agent controls.
 pub async fn outline_safely(code: &str) -> Outline {
     let code = code.to_owned();
-    crate::threads::on_big_stack_for(code.len(), move || outline(&code))
+    codemcp_base::threads::on_big_stack_for(code.len(), move || outline(&code))
         .await
         .unwrap_or_default()
 }

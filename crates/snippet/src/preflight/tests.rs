@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tooldef::ToolDef;
+use codemcp_sdk::tooldef::ToolDef;
 
 fn tool(name: &str, input_schema: Value) -> ToolDef {
     ToolDef::with_schema("everything", name, input_schema)
@@ -111,8 +111,8 @@ fn every_problem_is_reported_at_once_in_source_order() {
     let checked = check(code, &sdk(), &[]);
     let lines: Vec<usize> = checked.findings.iter().map(|f| f.line).collect();
     assert_eq!(lines, [2, 3, 6]);
-    let error = checked.error().expect("an error");
-    assert_eq!(error.kind, ErrorKind::Preflight);
+    let error = checked.rejection().expect("an error");
+    assert_eq!(error.line, 2);
     assert_eq!(error.exc_type, "TypeError", "the first problem's");
     assert!(
         error
@@ -196,7 +196,7 @@ async fn ten_thousand_bad_calls_are_checked_in_bounded_time_and_listed_in_part()
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(checked.total, 20_000);
     assert_eq!(checked.findings.len(), MAX_LISTED);
-    let error = checked.error().expect("an error");
+    let error = checked.rejection().expect("an error");
     assert!(
         error.message.contains("… and 19950 more"),
         "{}",
@@ -217,7 +217,7 @@ async fn a_long_operator_chain_is_not_checked_and_does_not_overflow() {
 #[test]
 fn one_problem_is_one_line() {
     let error = check("everything_echo()", &sdk(), &[])
-        .error()
+        .rejection()
         .expect("an error");
     assert_eq!(
         error.message,
@@ -225,7 +225,7 @@ fn one_problem_is_one_line() {
     );
     assert!(
         check("everything_echo('hi')", &sdk(), &[])
-            .error()
+            .rejection()
             .is_none()
     );
 }
@@ -250,7 +250,7 @@ fn resource_and_prompt_calls_are_checked_like_tool_calls() {
         ]
     );
     let error = check("read_resource()", &sdk(), &[])
-        .error()
+        .rejection()
         .expect("an error");
     assert_eq!(error.exc_type, "TypeError");
 }
@@ -258,7 +258,7 @@ fn resource_and_prompt_calls_are_checked_like_tool_calls() {
 /// Tools with schemas as generators publish them (see `tests/schemas/published.json`).
 fn published() -> Sdk {
     let fixture: Value =
-        serde_json::from_str(include_str!("../../../tests/schemas/published.json"))
+        serde_json::from_str(include_str!("../../../../tests/schemas/published.json"))
             .expect("valid JSON");
     let tools: Vec<ToolDef> = fixture["schemas"]
         .as_array()

@@ -3,7 +3,7 @@
 //! Monty lacks go to CPython, anything else is simply not there. Shared by
 //! the router (before a run) and the Monty engines (at an import).
 
-use super::cpython_tables::STDLIB_MODULES;
+use crate::cpython_tables::STDLIB_MODULES;
 
 /// Modules that would give agent code OS access; importing them is refused
 /// outright rather than treated as a missing feature. Modules that only

@@ -17,7 +17,7 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
-use super::syntax::{MAX_NESTING, nests_deeper_than};
+use crate::syntax::{MAX_NESTING, nests_deeper_than};
 
 /// A call expression's byte range in its snippet.
 type Span = (u32, u32);
@@ -92,7 +92,7 @@ pub async fn snippet_calls_safely(code: &str) -> SnippetCalls {
         return SnippetCalls::default();
     }
     let code = code.to_owned();
-    crate::threads::on_big_stack_for(code.len(), move || snippet_calls(&code))
+    codemcp_base::threads::on_big_stack_for(code.len(), move || snippet_calls(&code))
         .await
         .unwrap_or_default()
 }

@@ -10,9 +10,9 @@ use super::Problem;
 use super::scan::{Call, Scan};
 use super::schema::Checker;
 use super::shape::Shape;
-use crate::exec::cpython_tables::BUILTINS;
-use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
-use crate::sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction};
+use crate::cpython_tables::BUILTINS;
+use codemcp_sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
+use codemcp_sdk::{Param, RESERVED_NAMES, ResourceCall, Sdk, SdkFunction};
 
 /// Distinct names compared with every tool's name by edit distance in one
 /// check; past it a name counts as not close (which can only leave a typo

@@ -18,9 +18,8 @@ use std::sync::Arc;
 
 use ruff_text_size::TextSize;
 
-use super::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
-use super::{ErrorKind, RunError};
-use crate::sdk::{BindError, ResourceArgError, Sdk};
+use crate::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
+use codemcp_sdk::{BindError, ResourceArgError, Sdk};
 
 pub use memory::EarlierNames;
 
@@ -91,9 +90,23 @@ pub struct Checked {
     pub outline: Option<Outline>,
 }
 
+/// Why a snippet is refused before it runs: what the caller's run error
+/// carries (its kind is always "pre-flight"; the engine side converts it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The Python exception the first problem's call would raise.
+    pub exc_type: &'static str,
+    /// Every listed problem with its line.
+    pub message: String,
+    /// What the agent can do about it.
+    pub hint: &'static str,
+    /// The line of the first problem.
+    pub line: usize,
+}
+
 impl Checked {
-    /// The error result of a snippet with problems; `None` when it may run.
-    pub fn error(&self) -> Option<RunError> {
+    /// Why a snippet with problems is refused; `None` when it may run.
+    pub fn rejection(&self) -> Option<Rejection> {
         let first = self.findings.first()?;
         let mut lines: Vec<String> = self.findings.iter().map(ToString::to_string).collect();
         if self.total > self.findings.len() {
@@ -106,13 +119,14 @@ impl Checked {
                 lines.join("\n")
             ),
         };
-        Some(
-            RunError::new(ErrorKind::Preflight, first.problem.exc_type(), message).with_hint(
-                "fix these calls and send the whole snippet again; describe_tool('name') shows a \
-                 tool's signature. A function an earlier snippet defined is not checked when \
-                 called through a variable: f = name; f(...)",
-            ),
-        )
+        Some(Rejection {
+            exc_type: first.problem.exc_type(),
+            message,
+            hint: "fix these calls and send the whole snippet again; describe_tool('name') shows a \
+                   tool's signature. A function an earlier snippet defined is not checked when \
+                   called through a variable: f = name; f(...)",
+            line: first.line,
+        })
     }
 }
 
@@ -120,7 +134,7 @@ impl Checked {
 /// syntax tree recurse as deep as the code nests, which the agent controls.
 /// Nothing is found if it could not run.
 pub async fn check_safely(code: String, sdk: Arc<Sdk>, earlier: Vec<String>) -> Checked {
-    crate::threads::on_big_stack_for(code.len(), move || check(&code, &sdk, &earlier))
+    codemcp_base::threads::on_big_stack_for(code.len(), move || check(&code, &sdk, &earlier))
         .await
         .unwrap_or_default()
 }
