@@ -262,7 +262,9 @@ impl Executor {
         let sdk = tools.sdk();
         earlier.extend(sdk.helpers().iter().map(|h| h.name.clone()));
         let mut checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
-        run.outline = checked.outline.take().map(Arc::new);
+        if let Some(facts) = checked.facts.take() {
+            run.analysis = codemcp_snippet::Analysis::known(facts);
+        }
         if let Some(handle) = session {
             self.earlier.add(handle, checked.bound_tool_names.clone());
         }

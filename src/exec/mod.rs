@@ -11,7 +11,7 @@ mod parked;
 mod persistence;
 pub mod router;
 pub(crate) mod session_table;
-pub use codemcp_snippet::{call_sites, cpython_tables, imports, preflight, syntax};
+pub use codemcp_snippet::{call_sites, cpython_tables, facts, imports, preflight, syntax};
 pub use codemcp_store as store;
 pub mod worker;
 
@@ -149,9 +149,10 @@ pub struct Run {
     pub version: u64,
     /// Return the state after the run as [`Execution::snapshot`].
     pub persist: bool,
-    /// What the code imports and binds, when the pre-flight check read it
-    /// (the router needs it; one parse serves both).
-    pub outline: Option<Arc<syntax::Outline>>,
+    /// What the code does (imports, bindings, calls that want a future),
+    /// read once for the whole run: by the pre-flight check, else by the
+    /// first reader (the router, an engine). See [`Run::facts`].
+    pub analysis: codemcp_snippet::Analysis,
 }
 
 /// A session's state as an engine saved it, with its version.
@@ -172,8 +173,19 @@ impl Run {
             saved: None,
             version: 0,
             persist: false,
-            outline: None,
+            analysis: codemcp_snippet::Analysis::default(),
         }
+    }
+
+    /// What the router needs to know of the code: read once per run.
+    pub async fn facts(&self) -> Arc<codemcp_snippet::Facts> {
+        self.analysis.facts(&self.code).await
+    }
+
+    /// Which of the code's calls want a future: what engines need to know
+    /// of it, read once per run (not at all without `await` or `asyncio`).
+    pub async fn calls(&self) -> Arc<call_sites::SnippetCalls> {
+        self.analysis.calls(&self.code).await
     }
 
     /// The saved state an engine holding `held` (its state's version, if it

@@ -162,17 +162,18 @@ impl Router {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
-        // Only a gateway that can escalate needs the outline.
-        let outline = match (&self.fallback, &run.outline) {
-            (Some(_), Some(read)) => read.clone(),
-            (Some(_), None) => {
+        // Only a gateway that can escalate needs the outline; the run's
+        // one analysis (usually the pre-flight check's) has it.
+        let facts = match &self.fallback {
+            Some(_) => {
                 let started = crate::timing::start();
-                let outline = syntax::outline_safely(&run.code).await;
+                let facts = run.facts().await;
                 crate::timing::since("outline", started);
-                Arc::new(outline)
+                facts
             }
-            (None, _) => Arc::default(),
+            None => Arc::default(),
         };
+        let outline = &facts.outline;
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
         {

@@ -71,10 +71,14 @@ pub fn snippet_calls(code: &str) -> SnippetCalls {
     if !may_use_async(code) || nests_deeper_than(code, MAX_NESTING) {
         return SnippetCalls::default();
     }
-    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
+    let Ok(parsed) = crate::facts::parse(code) else {
         return SnippetCalls::default();
     };
-    let body = &parsed.syntax().body;
+    calls_of(&parsed.syntax().body)
+}
+
+/// The calls of a snippet parsed as `body`, for a caller that has the tree.
+pub fn calls_of(body: &[Stmt]) -> SnippetCalls {
     let mut awaited = AwaitedNames::default();
     awaited.visit_body(body);
     let mut marker = FutureMarker {
@@ -84,17 +88,6 @@ pub fn snippet_calls(code: &str) -> SnippetCalls {
     };
     marker.visit_body(body);
     marker.calls
-}
-
-/// [`snippet_calls`] with a big stack.
-pub async fn snippet_calls_safely(code: &str) -> SnippetCalls {
-    if !may_use_async(code) {
-        return SnippetCalls::default();
-    }
-    let code = code.to_owned();
-    codemcp_base::threads::on_big_stack_for(code.len(), move || snippet_calls(&code))
-        .await
-        .unwrap_or_default()
 }
 
 /// Calls that consume awaitables, by the name or attribute called.
@@ -359,10 +352,10 @@ pub struct RunCalls {
 
 impl RunCalls {
     /// A run of `code`, analysed as `current`.
-    pub fn new(session: Arc<Mutex<SessionCalls>>, code: &str, current: SnippetCalls) -> Self {
+    pub fn new(session: Arc<Mutex<SessionCalls>>, code: &str, current: Arc<SnippetCalls>) -> Self {
         Self {
             session,
-            current: Arc::new(current),
+            current,
             current_file: None,
             coarse_async: may_use_async(code),
         }
@@ -480,12 +473,12 @@ mod tests {
     fn a_run_learns_its_file_from_its_first_call_and_falls_back_for_unknown_files() {
         let session = Arc::new(Mutex::new(SessionCalls::default()));
         let code = "import asyncio\nv = f(1)\nw = await g(2)";
-        let mut run = RunCalls::new(session.clone(), code, snippet_calls(code));
+        let mut run = RunCalls::new(session.clone(), code, snippet_calls(code).into());
         assert!(!run.wants_future("<python-input-3>", 19, 23));
         assert!(run.wants_future("<python-input-3>", 34, 38));
         // A file nobody analysed: the coarse rule (this snippet uses async).
         assert!(run.wants_future("<python-input-1>", 0, 4));
-        let mut later = RunCalls::new(session, "print(1)", SnippetCalls::default());
+        let mut later = RunCalls::new(session, "print(1)", Arc::default());
         assert!(!later.wants_future("<python-input-3>", 19, 23));
         assert!(later.wants_future("<python-input-3>", 34, 38));
     }
@@ -496,10 +489,10 @@ mod tests {
         session.lock().restart_at(1);
         let define =
             "async def plain():\n    return f(1)['x']\nasync def waits():\n    return await f(2)";
-        let mut run = RunCalls::new(session.clone(), define, snippet_calls(define));
+        let mut run = RunCalls::new(session.clone(), define, snippet_calls(define).into());
         run.runs_next(define);
         let code = "import asyncio\nawait asyncio.gather(plain(), waits())";
-        let mut run = RunCalls::new(session.clone(), code, snippet_calls(code));
+        let mut run = RunCalls::new(session.clone(), code, snippet_calls(code).into());
         run.runs_next(code);
         let at = |call: &str| define.find(call).expect("in the snippet") as u32;
         let (plain, waits) = (at("f(1)"), at("f(2)"));
@@ -507,7 +500,7 @@ mod tests {
         assert!(run.wants_future("<python-input-1>", waits, waits + 4));
         assert_eq!(session.lock().next_input, Some(3));
         // An empty snippet is not numbered: the count is given up.
-        RunCalls::new(session.clone(), "", SnippetCalls::default()).runs_next("");
+        RunCalls::new(session.clone(), "", Arc::default()).runs_next("");
         assert_eq!(session.lock().next_input, None);
     }
 

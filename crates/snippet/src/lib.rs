@@ -6,6 +6,9 @@
 pub mod call_sites;
 #[rustfmt::skip]
 pub mod cpython_tables;
+pub mod facts;
 pub mod imports;
 pub mod preflight;
 pub mod syntax;
+
+pub use facts::{Analysis, Facts};

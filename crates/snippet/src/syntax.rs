@@ -40,7 +40,7 @@ pub fn outline(code: &str) -> Outline {
     if nests_deeper_than(code, MAX_NESTING) {
         return Outline::default();
     }
-    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
+    let Ok(parsed) = crate::facts::parse(code) else {
         return Outline::default();
     };
     outline_of(&parsed.syntax().body, code)

@@ -30,7 +30,7 @@ use super::host::{
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::{Captured, OutputCapture};
 use super::snapshot;
-use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls};
+use crate::exec::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 use crate::exec::{ParkedCall, ToolCallObserver, ToolHost};
 use crate::sdk::Sdk;
 
@@ -63,6 +63,8 @@ pub struct Job {
     pub on_tool_call: Option<ToolCallObserver>,
     /// The session's snippets, for deciding which calls get futures.
     pub calls: Arc<parking_lot::Mutex<SessionCalls>>,
+    /// This snippet's calls, from the run's one analysis.
+    pub snippet_calls: Arc<SnippetCalls>,
 }
 
 /// How a run ended, before it is turned into an `Execution`.
@@ -140,7 +142,7 @@ pub fn run(job: Job) -> Finished {
         runtime: job.runtime,
         cancel: job.cancel,
         on_tool_call: job.on_tool_call,
-        calls: RunCalls::new(job.calls, &job.code, snippet_calls(&job.code)),
+        calls: RunCalls::new(job.calls, &job.code, job.snippet_calls),
         completed_calls: 0,
         results_tx,
         results_rx,

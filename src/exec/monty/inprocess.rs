@@ -182,6 +182,7 @@ impl MontyEngine {
             }
         };
         let slot = guard.slot;
+        let snippet_calls = run.calls().await;
         let job = Job {
             repl,
             restore,
@@ -201,6 +202,7 @@ impl MontyEngine {
             cancel: control.cancel,
             on_tool_call: control.on_tool_call,
             calls: guard.calls.clone(),
+            snippet_calls,
         };
         let cancel = job.cancel.clone();
         let watch = Arc::new(RunWatch::default());

@@ -381,9 +381,7 @@ impl WorkerEngine {
             side_effects: AtomicU32::new(0),
             observer: control.on_tool_call.clone(),
         });
-        let future_calls = crate::exec::call_sites::snippet_calls_safely(&run.code)
-            .await
-            .future_lines(&run.code);
+        let future_calls = run.calls().await.future_lines(&run.code);
         worker.link.begin_run(&name, context.clone());
         let params = RunParams {
             session: name.clone(),

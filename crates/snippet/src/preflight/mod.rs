@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use ruff_text_size::TextSize;
 
-use crate::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
+use crate::facts::Facts;
+use crate::syntax::{MAX_NESTING, nests_deeper_than};
 use codemcp_sdk::{BindError, ResourceArgError, Sdk};
 
 pub use memory::EarlierNames;
@@ -85,9 +86,10 @@ pub struct Checked {
     /// Names the snippet binds that a later snippet could call as if they
     /// were tools (see [`EarlierNames`]).
     pub bound_tool_names: Vec<String>,
-    /// The snippet's outline, read from the same parse (none when it did
-    /// not parse).
-    pub outline: Option<Outline>,
+    /// What the router and the engines need to know of the snippet, read
+    /// from the same parse (empty when it did not parse); none when the
+    /// check could not run.
+    pub facts: Option<Facts>,
 }
 
 /// Why a snippet is refused before it runs: what the caller's run error
@@ -144,17 +146,23 @@ pub async fn check_safely(code: String, sdk: Arc<Sdk>, earlier: Vec<String>) -> 
 /// `code` nests: see [`check_safely`].
 pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
     if nests_deeper_than(code, MAX_NESTING) {
-        return Checked::default();
+        return Checked {
+            facts: Some(Facts::default()),
+            ..Checked::default()
+        };
     }
-    let Ok(parsed) = ruff_python_parser::parse_module(code) else {
-        return Checked::default();
+    let Ok(parsed) = crate::facts::parse(code) else {
+        return Checked {
+            facts: Some(Facts::default()),
+            ..Checked::default()
+        };
     };
     let body = &parsed.syntax().body;
-    let outline = Some(outline_of(body, code));
+    let facts = Some(Facts::of_body(body, code));
     let scan = scan::Scan::of(body);
     if scan.too_deep {
         return Checked {
-            outline,
+            facts,
             ..Checked::default()
         };
     }
@@ -174,7 +182,7 @@ pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
         findings: with_lines(code, found),
         total,
         bound_tool_names,
-        outline,
+        facts,
     }
 }
 

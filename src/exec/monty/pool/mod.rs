@@ -33,7 +33,7 @@ use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::{Captured, OutputCapture};
 use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::exec::call_sites::{RunCalls, SessionCalls, snippet_calls_safely};
+use crate::exec::call_sites::{RunCalls, SessionCalls};
 use crate::exec::session_table::SessionTable;
 use crate::exec::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
@@ -218,11 +218,7 @@ impl PoolEngine {
             }
         }
         guard.version = Some(run.version);
-        let mut calls = RunCalls::new(
-            guard.calls.clone(),
-            &run.code,
-            snippet_calls_safely(&run.code).await,
-        );
+        let mut calls = RunCalls::new(guard.calls.clone(), &run.code, run.calls().await);
         if !resume_parked {
             calls.runs_next(&run.code);
         }
