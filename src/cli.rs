@@ -10,13 +10,14 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, protocol::Request};
+use crate::assemble::{self, Transport};
 use crate::config::settings::OutputFormat;
 use crate::config::settings::values::Rejected;
 use crate::config::{self, ConfigError, Fallback, Isolation, MontyPlacement, Settings};
 use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::store::Owner;
 use crate::exec::worker::docker;
-use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
+use crate::exec::{Executor, RunControl, RunRequest, ToolHost};
 use crate::policy::Decision;
 use crate::principals::{self, Principals};
 use crate::server::{
@@ -278,7 +279,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Serve { http: None, label } => {
             let admin = running(&catalog, "stdio".to_owned(), label);
             admin::signals::exit_on_signal(admin.socket_file());
-            let executor = exec::build(&settings, Transport::Stdio)
+            let executor = assemble::build(&settings, Transport::Stdio)
                 .await
                 .map_err(|e| e.to_string())?;
             let shared = GatewayState::new(
@@ -297,7 +298,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             label,
         } => {
             let _admin = running(&catalog, format!("http {addr}"), label);
-            let executor = exec::build(&settings, Transport::Http)
+            let executor = assemble::build(&settings, Transport::Http)
                 .await
                 .map_err(|e| e.to_string())?;
             let shared = GatewayState::new(
@@ -326,7 +327,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
             served.map_err(|e| e.to_string())?;
         }
         Command::Exec { code } => {
-            let executor = exec::build(&settings, Transport::Stdio)
+            let executor = assemble::build(&settings, Transport::Stdio)
                 .await
                 .map_err(|e| e.to_string())?;
             let code = exec_once(

@@ -7,8 +7,8 @@
 
 use monty_types::{ExcType, MontyException};
 
-use crate::exec::cpython_tables::{BUILTINS, MODULE_ATTRS, TYPE_ATTRS};
-pub use crate::exec::imports::{ImportVerdict, classify_import};
+use crate::cpython_tables::{BUILTINS, MODULE_ATTRS, TYPE_ATTRS};
+pub use crate::imports::{ImportVerdict, classify_import};
 
 /// What a failure means for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,7 +287,7 @@ fn feature_from_message(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::cpython_tables::STDLIB_MODULES;
+    use crate::cpython_tables::STDLIB_MODULES;
 
     fn exc(t: ExcType, msg: &str) -> MontyException {
         MontyException::new(t, Some(msg.into()))

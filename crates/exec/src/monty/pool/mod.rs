@@ -33,9 +33,9 @@ use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::{Captured, OutputCapture};
 use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::exec::call_sites::{RunCalls, SessionCalls};
-use crate::exec::session_table::SessionTable;
-use crate::exec::{
+use crate::call_sites::{RunCalls, SessionCalls};
+use crate::session_table::SessionTable;
+use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
 
@@ -191,7 +191,7 @@ impl PoolEngine {
             }
         };
         let restored = run.to_restore(guard.version);
-        let resume_parked = restored.is_some_and(|s| s.kind == crate::exec::SnapshotKind::Parked);
+        let resume_parked = restored.is_some_and(|s| s.kind == crate::SnapshotKind::Parked);
         let restore = restored.map(|s| s.payload.clone());
         let mut parked_at = None;
         if guard.checkout.is_none() || restore.is_some() {

@@ -7,7 +7,7 @@ use super::link::LinkError;
 use super::protocol::RunResult;
 use super::spawn::Exit;
 use super::{EXIT_GRACE, Worker, WorkerEngine};
-use crate::exec::{ErrorKind, Execution, RunError, Snapshot};
+use crate::{ErrorKind, Execution, RunError, Snapshot};
 
 /// What ended a run's wait on its worker.
 pub(super) enum Outcome {
@@ -144,7 +144,7 @@ impl WorkerEngine {
         execution.truncated = result.truncated;
         execution.result_unavailable = result
             .result_unavailable
-            .map(|reason| crate::exec::not_returned(&reason));
+            .map(|reason| crate::not_returned(&reason));
         if let Some(error) = result.error {
             let traceback = (!error.traceback.is_empty()).then_some(error.traceback);
             execution.error = Some(

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::helpers::HelperHook;
 use super::persistence::{Begun, Persistence};
 use super::preflight::{self, EarlierNames};
 use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
@@ -28,7 +29,7 @@ pub struct Executor {
     /// What earlier snippets of each session bound, for the pre-flight check.
     earlier: EarlierNames,
     /// Saved helpers, defined before the runs that use them.
-    helpers: Option<Arc<crate::helpers::Helpers>>,
+    helpers: Option<Arc<dyn HelperHook>>,
 }
 
 impl Executor {
@@ -44,13 +45,16 @@ impl Executor {
 
     /// Keeps saved helpers (`save_helper`) and defines them for the runs
     /// that use them.
-    pub fn with_helpers(mut self, helpers: Arc<crate::helpers::Helpers>) -> Self {
+    pub fn with_helpers(mut self, helpers: Arc<dyn HelperHook>) -> Self {
         self.helpers = Some(helpers);
         self
     }
 
-    pub fn helpers(&self) -> Option<&Arc<crate::helpers::Helpers>> {
-        self.helpers.as_ref()
+    /// The saved helpers given to [`Executor::with_helpers`], as their
+    /// own type `T`.
+    pub fn helpers<T: HelperHook>(&self) -> Option<Arc<T>> {
+        let hook: Arc<dyn std::any::Any + Send + Sync> = self.helpers.clone()?;
+        hook.downcast::<T>().ok()
     }
 
     /// An executor whose sessions live in this process only (tests, fuzzing).
@@ -86,9 +90,7 @@ impl Executor {
         let session = request.session.clone();
         let (tools, prelude, warning) = match &self.helpers {
             Some(helpers) => {
-                let wrapped =
-                    crate::helpers::HelperHost::wrap(helpers.clone(), owner, &request.code, tools)
-                        .await;
+                let wrapped = helpers.clone().wrap(owner, &request.code, tools).await;
                 (wrapped.tools, wrapped.prelude, wrapped.warning)
             }
             None => (tools, None, None),

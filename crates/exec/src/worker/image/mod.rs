@@ -75,7 +75,7 @@ impl Default for Sources {
 pub fn cache_dir() -> PathBuf {
     dirs::cache_dir()
         .map(|d| d.join("codemcp"))
-        .unwrap_or_else(|| crate::exec::store::state_dir().join("cache"))
+        .unwrap_or_else(|| crate::store::state_dir().join("cache"))
         .join("worker-image")
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use crate::exec::SessionId;
+use crate::SessionId;
 
 struct Entry<S> {
     state: Arc<AsyncMutex<S>>,

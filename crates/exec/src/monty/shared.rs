@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::classify::Verdict;
 use super::driver::Ending;
 use super::host::ToolFailures;
-use crate::exec::session_table::TableFull;
-use crate::exec::{ErrorKind, Execution, RunError};
+use crate::session_table::TableFull;
+use crate::{ErrorKind, Execution, RunError};
 
 /// How long past its deadline a run may take before the gateway answers without
 /// it (in-process: freezes its thread; pool: kills its worker). Monty stops
@@ -67,7 +67,7 @@ pub(super) fn record_ending(
         },
         // The run succeeded; only its value cannot travel (the same rule as
         // the CPython engine's).
-        Ending::NotJson(e) => execution.result_unavailable = Some(crate::exec::not_returned(&e.0)),
+        Ending::NotJson(e) => execution.result_unavailable = Some(crate::not_returned(&e.0)),
         Ending::Cancelled => execution.error = Some(cancelled()),
         Ending::Parked(call) => execution.parked = Some(call),
         Ending::Raised { exc, verdict } => {

@@ -191,7 +191,7 @@ impl Router {
                 self.carried().remove(&session);
                 self.monty.end_session(session);
             } else {
-                self.carried().entry(session).or_default().add(&outline);
+                self.carried().entry(session).or_default().add(outline);
                 let back = Back {
                     tools,
                     version,
@@ -212,7 +212,7 @@ impl Router {
         {
             // Found before running: no tool call can have happened yet.
             return self
-                .escalate(fallback, session, (run, &outline), tools, control, reason)
+                .escalate(fallback, session, (run, outline), tools, control, reason)
                 .await;
         }
         let mut execution = self
@@ -220,7 +220,7 @@ impl Router {
             .run(session, run.clone(), tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
-            self.carried().entry(session).or_default().add(&outline);
+            self.carried().entry(session).or_default().add(outline);
         }
         let Some(error) = execution
             .error
@@ -248,7 +248,7 @@ impl Router {
                 execution
             }
             Some(fallback) => {
-                self.escalate(fallback, session, (run, &outline), tools, control, reason)
+                self.escalate(fallback, session, (run, outline), tools, control, reason)
                     .await
             }
         }

@@ -2,7 +2,7 @@
 //! (tool calls, OS calls, futures) until it ends or its deadline passes.
 
 use super::*;
-use crate::exec::ParkedCall;
+use crate::ParkedCall;
 
 /// One run on one worker.
 pub(super) struct PoolRun {

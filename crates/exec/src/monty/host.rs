@@ -15,10 +15,10 @@ use serde_json::{Map, Value};
 
 use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
 use super::convert::{NotJson, json_of, to_monty};
-use crate::exec::{ToolFailure, ToolHost};
 use crate::helpers::HELPER_FUNCTIONS;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 use crate::sdk::{ResourceCall, Sdk};
+use crate::{ToolFailure, ToolHost};
 
 /// Names every engine provides besides the tools.
 const SEARCH_TOOLS: &str = "search_tools";
@@ -450,7 +450,7 @@ pub fn tool_reply(
     let started = crate::timing::start();
     let reply = match result {
         Ok(value) => Ok(to_monty(&if unwrap {
-            crate::exec::unwrap_result(value)
+            crate::unwrap_result(value)
         } else {
             value
         })),

@@ -185,7 +185,7 @@ mod tests {
 
     fn golden(name: &str) -> Option<Frame> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("worker/golden")
+            .join("../../worker/golden")
             .join(name);
         let text = std::fs::read_to_string(&path).ok()?;
         Some(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
@@ -194,7 +194,7 @@ mod tests {
     /// The Rust types read every golden message and write it back unchanged.
     #[test]
     fn golden_messages_round_trip() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("worker/golden");
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../worker/golden");
         let entries = std::fs::read_dir(&dir).expect("worker/golden exists");
         let mut checked = 0;
         for entry in entries.flatten() {

@@ -4,8 +4,8 @@
 //! Nothing here knows about MCP transports: the server hands in code and gets an
 //! [`Execution`] back; tool calls go out through [`ToolHost`].
 
-mod build;
 mod executor;
+pub mod helpers;
 pub mod monty;
 mod parked;
 mod persistence;
@@ -15,9 +15,9 @@ pub use codemcp_snippet::{call_sites, cpython_tables, facts, imports, preflight,
 pub use codemcp_store as store;
 pub mod worker;
 
-pub use self::build::{ExecError, Transport, build, store_spec_and_key};
 pub use self::executor::{Executor, RunChecks, Unparked};
 pub use self::parked::{Parked, ParkedCall};
+pub use self::persistence::Persistence;
 pub use self::store::{Snapshot, SnapshotKind};
 
 use std::sync::Arc;
@@ -29,6 +29,11 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::sdk::Sdk;
+
+// The ground floor and the SDK under the names the gateway gives them
+// (`crate::timing`, `crate::sdk`…), so code moved here reads as it did.
+use codemcp_base::{metrics, process, secret, threads, timing};
+use codemcp_sdk as sdk;
 
 /// One `execute_python` call.
 #[derive(Debug, Clone)]

@@ -39,7 +39,7 @@ pub const SELF_WORKER: bool = cfg!(feature = "self-worker");
 pub fn serve_as_worker() -> ExitCode {
     #[cfg(feature = "self-worker")]
     {
-        crate::exec::monty::selfworker::serve()
+        crate::monty::selfworker::serve()
     }
     #[cfg(not(feature = "self-worker"))]
     {

@@ -5,19 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Engine;
-use super::executor::{Executor, RunChecks};
-use super::monty::pool::{PoolEngine, find_worker_binary};
-use super::monty::{MontyEngine, MontyLimits};
-use super::persistence::Persistence;
-use super::router::Router;
-use super::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
-use super::worker::docker::DockerConfig;
-use super::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::config::{
     CpythonSettings, Fallback, Isolation, MontyPlacement, MontySettings, RunLimits,
     SessionSettings, Settings,
 };
+use crate::exec::Engine;
+use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
+use crate::exec::monty::{MontyEngine, MontyLimits};
+use crate::exec::router::Router;
+use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
+use crate::exec::worker::docker::DockerConfig;
+use crate::exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
+use crate::exec::{Executor, Persistence, RunChecks};
 
 /// How long an explicitly chosen Docker engine may take to answer.
 const DOCKER_WAIT: Duration = Duration::from_secs(10);
@@ -237,7 +236,7 @@ fn docker_config(cpython: &CpythonSettings) -> DockerConfig {
         memory_bytes: cpython.docker_memory as u64,
         pids: cpython.docker_pids,
         nano_cpus: cpython.docker_nano_cpus,
-        sources: super::worker::image::Sources {
+        sources: crate::exec::worker::image::Sources {
             debian_mirror: cpython.debian_mirror.clone(),
             pypi_files: cpython.pypi_files.clone(),
         },

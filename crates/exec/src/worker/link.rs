@@ -21,9 +21,9 @@ use super::protocol::{
     BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, ResourceCallParams,
     RpcError, SearchToolsParams, TOOL_FAILED,
 };
-use crate::exec::{ToolCallObserver, ToolFailure, ToolHost};
 use crate::sdk::Sdk;
 use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
+use crate::{ToolCallObserver, ToolFailure, ToolHost};
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
@@ -325,7 +325,7 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
     }
     let value = call_answered(context, done, result)?;
     let value = if function.unwrap_result {
-        crate::exec::unwrap_result(value)
+        crate::unwrap_result(value)
     } else {
         value
     };

@@ -47,7 +47,7 @@ pub const HOST_ENGINE: &str = "cpython-host";
 pub const MONTY_CPYTHON: &str = "3.14";
 
 /// The worker program, baked into the binary.
-pub(crate) const BOOTSTRAP: &str = include_str!("../../../worker/bootstrap.py");
+pub const BOOTSTRAP: &str = include_str!("../../../../worker/bootstrap.py");
 /// The `websockets` version the worker is tested with.
 pub const WEBSOCKETS_PIN: &str = "websockets>=13,<18";
 /// How long a new worker may take to dial in.
