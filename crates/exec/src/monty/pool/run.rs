@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::ParkedCall;
+use crate::monty::host::ToolCall;
 
 /// One run on one worker.
 pub(super) struct PoolRun {
@@ -131,8 +132,7 @@ impl PoolRun {
         }
     }
 
-    // Over 120 lines: to be reshaped like driver.rs's drive loop (issue 28).
-    #[allow(clippy::too_many_lines)]
+    /// Answers the run's suspensions, one turn after another, until it ends.
     async fn answer_until_done(
         &mut self,
         checkout: &mut Checkout,
@@ -155,8 +155,7 @@ impl PoolRun {
             if Instant::now() >= self.deadline {
                 return self.stopped(Stop::Deadline);
             }
-            let mut print = self.printer();
-            event = match turn {
+            let next = match turn {
                 TurnEvent::FunctionCall {
                     function_name,
                     args,
@@ -166,93 +165,19 @@ impl PoolRun {
                     position,
                     ..
                 } => {
-                    match self
-                        .host
-                        .on_call(&function_name, &args, object_id.is_some())
-                    {
-                        CallDecision::Reply(reply) => {
-                            self.turn(checkout.resume(resume_value(reply), &mut print))
-                                .await
-                        }
-                        CallDecision::Abort(verdict, exc) => return self.abort(verdict, exc),
-                        CallDecision::Call(Outgoing::Tool(tool))
-                            if !allow_eager_await
-                                && !self.calls.may_overlap()
-                                && self.tools.parks(&tool.server, &tool.tool) =>
-                        {
-                            match checkout.dump().await {
-                                Ok(dump) => {
-                                    self.parked_dump = Some(dump);
-                                    return Ending::Parked(ParkedCall {
-                                        server: tool.server,
-                                        tool: tool.tool,
-                                        args: tool.args,
-                                        state: None,
-                                    });
-                                }
-                                Err(e) => {
-                                    tracing::warn!(target: "codemcp::exec", error = %e, "a pool run could not be parked; it waits in memory");
-                                    let call = self.send(call_id, Outgoing::Tool(tool));
-                                    match self.wait_for(call_id, call).await {
-                                        Ok(reply) => {
-                                            self.turn(checkout.resume(answer(reply), &mut print))
-                                                .await
-                                        }
-                                        Err(stop) => return self.stopped(stop),
-                                    }
-                                }
-                            }
-                        }
-                        CallDecision::Call(outgoing) => {
-                            let call = self.send(call_id, outgoing);
-                            if allow_eager_await {
-                                match self.wait_for(call_id, call).await {
-                                    Ok(reply) => {
-                                        self.turn(checkout.resume_futures(
-                                            vec![(call_id, answer(reply))],
-                                            &mut print,
-                                        ))
-                                        .await
-                                    }
-                                    Err(stop) => return self.stopped(stop),
-                                }
-                            } else if self.calls.wants_future(
-                                &position.filename,
-                                position.start,
-                                position.end,
-                            ) {
-                                self.inflight.push(call);
-                                self.turn(checkout.resume(ResumeValue::Future, &mut print))
-                                    .await
-                            } else {
-                                match self.wait_for(call_id, call).await {
-                                    Ok(reply) => {
-                                        self.turn(checkout.resume(answer(reply), &mut print)).await
-                                    }
-                                    Err(stop) => return self.stopped(stop),
-                                }
-                            }
-                        }
-                    }
+                    let call = FunctionCall {
+                        function_name,
+                        args,
+                        call_id,
+                        method: object_id.is_some(),
+                        allow_eager_await,
+                        position,
+                    };
+                    self.function_call(checkout, call).await
                 }
                 TurnEvent::NameLookup {
                     name, object_id, ..
-                } => {
-                    let answer = if object_id.is_some() {
-                        Ok(NameLookupResult::Undefined)
-                    } else {
-                        self.host.on_lookup(&name)
-                    };
-                    let answer = match answer {
-                        Ok(answer) => answer,
-                        Err((verdict, exc)) => {
-                            self.remember(&exc, verdict);
-                            NameLookupResult::Error(exc)
-                        }
-                    };
-                    self.turn(checkout.resume_name_lookup(answer, &mut print))
-                        .await
-                }
+                } => Ok(self.name_lookup(checkout, &name, object_id.is_some()).await),
                 TurnEvent::OsCall {
                     function_name,
                     args,
@@ -268,23 +193,149 @@ impl PoolRun {
                         allow_eager_await,
                         system_sleep,
                     };
-                    match self.os_call(checkout, call).await {
-                        Ok(next) => next,
-                        Err(ending) => return ending,
-                    }
+                    self.os_call(checkout, call).await
                 }
                 TurnEvent::ResolveFutures {
                     pending_call_ids, ..
-                } => match self.wait_any(&pending_call_ids).await {
-                    Ok(results) => {
-                        let results = results.into_iter().map(|(id, r)| (id, answer(r))).collect();
-                        self.turn(checkout.resume_futures(results, &mut print))
-                            .await
-                    }
-                    Err(stop) => return self.stopped(stop),
-                },
+                } => self.resolve_futures(checkout, &pending_call_ids).await,
                 TurnEvent::Complete(value) => return completed(&value),
             };
+            event = match next {
+                Ok(next) => next,
+                Err(ending) => return ending,
+            };
+        }
+    }
+
+    /// Answers a call of a function the sandbox does not define itself: a
+    /// tool (now, as a future, or by parking the run), or a gateway function.
+    async fn function_call(
+        &mut self,
+        checkout: &mut Checkout,
+        call: FunctionCall,
+    ) -> Result<Result<TurnEvent, PoolError>, Ending> {
+        let FunctionCall {
+            function_name,
+            args,
+            call_id,
+            method,
+            allow_eager_await,
+            position,
+        } = call;
+        let mut print = self.printer();
+        Ok(match self.host.on_call(&function_name, &args, method) {
+            CallDecision::Reply(reply) => {
+                self.turn(checkout.resume(resume_value(reply), &mut print))
+                    .await
+            }
+            CallDecision::Abort(verdict, exc) => return Err(self.abort(verdict, exc)),
+            CallDecision::Call(Outgoing::Tool(tool))
+                if !allow_eager_await
+                    && !self.calls.may_overlap()
+                    && self.tools.parks(&tool.server, &tool.tool) =>
+            {
+                return self.park(checkout, call_id, tool).await;
+            }
+            CallDecision::Call(outgoing) => {
+                let call = self.send(call_id, outgoing);
+                if allow_eager_await {
+                    match self.wait_for(call_id, call).await {
+                        Ok(reply) => {
+                            self.turn(
+                                checkout.resume_futures(vec![(call_id, answer(reply))], &mut print),
+                            )
+                            .await
+                        }
+                        Err(stop) => return Err(self.stopped(stop)),
+                    }
+                } else if self
+                    .calls
+                    .wants_future(&position.filename, position.start, position.end)
+                {
+                    self.inflight.push(call);
+                    self.turn(checkout.resume(ResumeValue::Future, &mut print))
+                        .await
+                } else {
+                    match self.wait_for(call_id, call).await {
+                        Ok(reply) => self.turn(checkout.resume(answer(reply), &mut print)).await,
+                        Err(stop) => return Err(self.stopped(stop)),
+                    }
+                }
+            }
+        })
+    }
+
+    /// Parks the run at a call of `tool` that waits for the user's answer:
+    /// the worker's dump of it is kept, and the worker let go. A worker that
+    /// cannot dump it makes the call and waits in memory instead.
+    async fn park(
+        &mut self,
+        checkout: &mut Checkout,
+        call_id: u32,
+        tool: ToolCall,
+    ) -> Result<Result<TurnEvent, PoolError>, Ending> {
+        match checkout.dump().await {
+            Ok(dump) => {
+                self.parked_dump = Some(dump);
+                Err(Ending::Parked(ParkedCall {
+                    server: tool.server,
+                    tool: tool.tool,
+                    args: tool.args,
+                    state: None,
+                }))
+            }
+            Err(e) => {
+                tracing::warn!(target: "codemcp::exec", error = %e, "a pool run could not be parked; it waits in memory");
+                let mut print = self.printer();
+                let call = self.send(call_id, Outgoing::Tool(tool));
+                match self.wait_for(call_id, call).await {
+                    Ok(reply) => Ok(self.turn(checkout.resume(answer(reply), &mut print)).await),
+                    Err(stop) => Err(self.stopped(stop)),
+                }
+            }
+        }
+    }
+
+    /// Answers a name the sandbox does not know: a gateway function, or a
+    /// `NameError` the host may classify.
+    async fn name_lookup(
+        &mut self,
+        checkout: &mut Checkout,
+        name: &str,
+        attribute: bool,
+    ) -> Result<TurnEvent, PoolError> {
+        let mut print = self.printer();
+        let answer = if attribute {
+            Ok(NameLookupResult::Undefined)
+        } else {
+            self.host.on_lookup(name)
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err((verdict, exc)) => {
+                self.remember(&exc, verdict);
+                NameLookupResult::Error(exc)
+            }
+        };
+        self.turn(checkout.resume_name_lookup(answer, &mut print))
+            .await
+    }
+
+    /// Waits for at least one of the futures the run awaits.
+    async fn resolve_futures(
+        &mut self,
+        checkout: &mut Checkout,
+        pending: &[u32],
+    ) -> Result<Result<TurnEvent, PoolError>, Ending> {
+        let mut print = self.printer();
+        match self.wait_any(pending).await {
+            Ok(results) => {
+                let results = results.into_iter().map(|(id, r)| (id, answer(r))).collect();
+                Ok(self
+                    .turn(checkout.resume_futures(results, &mut print))
+                    .await)
+            }
+            Err(stop) => Err(self.stopped(stop)),
         }
     }
 
@@ -527,6 +578,17 @@ fn resume_value(reply: ExtFunctionResult) -> ResumeValue {
         ExtFunctionResult::Future(_) => ResumeValue::Future,
         ExtFunctionResult::NotFound(_) => ResumeValue::NotFound,
     }
+}
+
+/// The parts of a function-call suspension the gateway answers.
+struct FunctionCall {
+    function_name: String,
+    args: monty_types::CallArgs,
+    call_id: u32,
+    /// A method call (on an object), not a call of a plain name.
+    method: bool,
+    allow_eager_await: bool,
+    position: monty_types::SourceRange,
 }
 
 /// The parts of an OS-call suspension the gateway answers.
