@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds codemcp's CPython worker image: a thin wrapper around
-# `codemcp setup docker`, which carries the recipe (src/exec/worker/image/:
+# `codemcp setup docker`, which carries the recipe (crates/exec/src/worker/image/:
 # Debian forky's CPython 3.14 .debs and the websockets wheel, each pinned by
 # SHA-256; no registry, no apt index) and builds the image with the engine.
 # The binary also builds it by itself on the first Docker escalation that finds

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate src/exec/cpython_tables.rs: names CPython has, baked in so the
+"""Regenerate crates/snippet/src/cpython_tables.rs: names CPython has, baked in so the
 classifier can tell "Monty lacks this" from "this does not exist in Python".
 
 Run with the CPython the project targets: python3 scripts/gen-cpython-tables.py
@@ -50,7 +50,7 @@ def main():
     for name, typ in BUILTIN_TYPES.items():
         out.append(f'    ("{name}", {rust_list(dir(typ))}),')
     out += ["];", ""]
-    target = Path(__file__).resolve().parent.parent / "src/exec/cpython_tables.rs"
+    target = Path(__file__).resolve().parent.parent / "crates/snippet/src/cpython_tables.rs"
     target.write_text("\n".join(out))
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the pinned .debs of codemcp's worker image as Rust table rows for
-src/exec/worker/image/debs.rs: for each `package=version` on the command line,
+crates/exec/src/worker/image/debs.rs: for each `package=version` on the command line,
 the pool path, size and SHA-256 from a Debian `Packages` index (decompressed).
 
 A maintainer's tool for updating the recipe, not run at build time: the binary

@@ -2,13 +2,14 @@
 //! functions; agents call one tool, `execute_python`, with a snippet that uses them.
 
 pub mod admin;
+pub mod assemble;
 pub mod authority;
 pub mod cli;
 pub mod clients;
 pub mod config;
-pub mod exec;
 pub use codemcp_base::for_humans;
 pub use codemcp_base::metrics;
+pub use codemcp_exec as exec;
 pub use codemcp_sdk::policy;
 pub mod helpers;
 pub use codemcp_base::process;

@@ -97,7 +97,7 @@ fuzz_target!(|data: &[u8]| {
     let earlier = vec!["everything_total".to_owned()];
     let checked = runtime().block_on(preflight::check_safely(code, sdk(), earlier));
     assert!(checked.findings.len() <= checked.total);
-    if let Some(error) = checked.error() {
+    if let Some(error) = checked.rejection().map(codemcp::exec::RunError::from) {
         assert!(error.message.len() <= codemcp::exec::MAX_ERROR_MESSAGE_BYTES + 100);
     }
 });

@@ -22,7 +22,7 @@ IMAGE="${1:-codemcp:$VERSION}"
 SUITE=bookworm
 DEBS=(libc6=2.36-9+deb12u14 libgcc-s1=12.2.0-14+deb12u1 gcc-12-base=12.2.0-14+deb12u1
   ca-certificates=20250419~deb12u2 tini=0.19.0-1+b3)
-# Keep in step with scripts/install-monty-worker.sh and src/exec/monty/pool.
+# Keep in step with scripts/install-monty-worker.sh and crates/exec/src/monty/pool.
 MONTY_WHEEL="pydantic-monty-runtime==1.4.0"
 MONTY_WHEEL_SHA256_x86_64=ff6301049a8e2f3407188dd174a749f2f2af6f82a2bc993c707dbebf44dcf651
 MONTY="${CODEMCP_GATEWAY_MONTY:-pypi}"

@@ -4,11 +4,12 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::assemble::{self, Transport};
 use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
 use crate::config::Settings;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
-use crate::exec::{self, Executor, RunControl, RunRequest, ToolHost, Transport};
+use crate::exec::{Executor, RunControl, RunRequest, ToolHost};
 use crate::server;
 use crate::upstream::Catalog;
 
@@ -18,7 +19,7 @@ pub(super) async fn exec(
     catalog: Catalog,
     code: String,
 ) -> Result<ExitCode, String> {
-    let executor = exec::build(settings, Transport::Stdio)
+    let executor = assemble::build(settings, Transport::Stdio)
         .await
         .map_err(|e| e.to_string())?;
     let code = exec_once(

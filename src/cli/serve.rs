@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin;
+use crate::assemble::{self, Transport};
 use crate::authority::Authority;
 use crate::authority::principals::Principals;
 use crate::config::Settings;
-use crate::exec::{self, Transport};
 use crate::server::{self, GatewayState, HttpAccess};
 use crate::upstream::Catalog;
 
@@ -22,7 +22,7 @@ pub(super) async fn stdio(
     admin: admin::Running,
 ) -> Result<(), String> {
     admin::signals::exit_on_signal(admin.socket_file());
-    let executor = exec::build(settings, Transport::Stdio)
+    let executor = assemble::build(settings, Transport::Stdio)
         .await
         .map_err(|e| e.to_string())?;
     let shared = GatewayState::new(
@@ -46,7 +46,7 @@ pub(super) async fn http(
     addr: SocketAddr,
     _admin: admin::Running,
 ) -> Result<(), String> {
-    let executor = exec::build(settings, Transport::Http)
+    let executor = assemble::build(settings, Transport::Http)
         .await
         .map_err(|e| e.to_string())?;
     let shared = GatewayState::new(

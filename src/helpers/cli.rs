@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 
 use super::Helpers;
 use super::record::Library;
+use crate::assemble::Transport;
 use crate::config::Settings;
-use crate::exec::Transport;
 use crate::exec::store::Owner;
 
 #[derive(Debug, Subcommand)]

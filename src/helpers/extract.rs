@@ -9,10 +9,8 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{Expr, ExprContext, Parameter, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
+use crate::exec::helpers::HELPER_FUNCTIONS;
 use crate::sdk::{RESERVED_NAMES, Sdk};
-
-/// The gateway functions for helpers: no helper may take one of their names.
-pub const HELPER_FUNCTIONS: &[&str] = &["save_helper", "list_helpers", "delete_helper"];
 
 /// A helper cut out of a snippet.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::prelude::{Prelude, prelude};
+use super::prelude::prelude;
 use super::record::Helper;
-use super::{HelperCall, Helpers, Visible};
+use super::{HelperCall, Helpers, Visible, Wrapped};
 use crate::exec::store::Owner;
 use crate::exec::{ToolFailure, ToolHost};
 use crate::sdk::{ResourceCall, Sdk};
@@ -29,14 +29,6 @@ pub struct HelperHost {
     names: BTreeSet<String>,
     /// The helpers defined for this run: the sources that may make a call.
     defined: Vec<(String, String)>,
-}
-
-/// A run's tools with helpers, the definitions its code needs first, and
-/// what the caller should know (its helpers could not be read).
-pub struct Wrapped {
-    pub tools: Arc<dyn ToolHost>,
-    pub prelude: Option<Prelude>,
-    pub warning: Option<String>,
 }
 
 impl HelperHost {

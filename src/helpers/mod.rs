@@ -26,24 +26,26 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use serde_json::{Map, Value};
 
-pub use self::extract::{HELPER_FUNCTIONS, Refusal};
+pub use self::extract::Refusal;
 pub use self::host::HelperHost;
 pub use self::record::{Helper, Library};
 pub use self::store::{LibraryError, LibraryStore};
+pub use crate::exec::helpers::{HELPER_FUNCTIONS, HelperCall, Wrapped};
 
+use crate::assemble::{ExecError, Transport};
 use crate::exec::store::Owner;
-use crate::exec::{ExecError, Transport};
 use crate::sdk::HelperDoc;
 
-/// A call of `save_helper`, `list_helpers` or `delete_helper` from agent
-/// code, its arguments as JSON (a function argument as its name).
-#[derive(Debug, Clone)]
-pub struct HelperCall {
-    pub function: String,
-    pub args: Vec<Value>,
-    pub kwargs: Map<String, Value>,
+impl crate::exec::helpers::HelperHook for Helpers {
+    fn wrap(
+        self: Arc<Self>,
+        owner: Owner,
+        code: &str,
+        tools: Arc<dyn crate::exec::ToolHost>,
+    ) -> futures::future::BoxFuture<'_, Wrapped> {
+        Box::pin(HelperHost::wrap(self, owner, code, tools))
+    }
 }
 
 /// How many helpers, and how big, one principal may keep.
@@ -86,7 +88,7 @@ impl Helpers {
         settings: &crate::config::Settings,
         transport: Transport,
     ) -> Result<Self, ExecError> {
-        let (spec, key) = crate::exec::store_spec_and_key(settings, transport)?;
+        let (spec, key) = crate::assemble::store_spec_and_key(settings, transport)?;
         let h = &settings.helpers;
         let store = LibraryStore::open(
             &spec,

@@ -5,17 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::record::Helper;
-use crate::exec::Execution;
-
-/// The definitions put in front of one snippet.
-#[derive(Debug, Clone)]
-pub struct Prelude {
-    pub text: String,
-    /// How many lines it adds before the snippet's first.
-    pub lines: usize,
-    /// The helpers it defines.
-    pub names: Vec<String>,
-}
+pub use crate::exec::helpers::Prelude;
 
 /// The prelude of `code`: every helper in `helpers` whose name the code
 /// mentions, and the helpers those call; `None` when it mentions none.
@@ -62,41 +52,4 @@ pub fn mentions(code: &str, name: &str) -> bool {
         let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         !ident(before) && !ident(after)
     })
-}
-
-impl Prelude {
-    /// `execution`'s error as if the snippet had run alone: `line N` counts
-    /// from the snippet's first line; a line inside a helper is named so.
-    pub fn fix_lines(&self, execution: &mut Execution) {
-        let Some(error) = execution.error.as_mut() else {
-            return;
-        };
-        error.message = self.fix(&error.message);
-        error.traceback = error.traceback.as_deref().map(|t| self.fix(t));
-    }
-
-    fn fix(&self, text: &str) -> String {
-        const WORD: &str = "line ";
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find(WORD) {
-            let after = &rest[at + WORD.len()..];
-            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-            let word_start = at == 0 || !rest[..at].ends_with(|c: char| c.is_alphanumeric());
-            out.push_str(&rest[..at]);
-            match after[..digits].parse::<usize>() {
-                Ok(n) if word_start => {
-                    if n > self.lines {
-                        out.push_str(&format!("line {}", n - self.lines));
-                    } else {
-                        out.push_str(&format!("helper line {n}"));
-                    }
-                }
-                _ => out.push_str(&rest[at..at + WORD.len() + digits]),
-            }
-            rest = &after[digits..];
-        }
-        out.push_str(rest);
-        out
-    }
 }

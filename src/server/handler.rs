@@ -31,6 +31,7 @@ use super::render::render;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
 use crate::exec::{Execution, Executor, RunControl, RunRequest, ToolCallObserver, ToolHost};
+use crate::helpers::Helpers;
 use crate::timing;
 use crate::upstream::Catalog;
 
@@ -115,7 +116,7 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
             return;
         };
         shared.executor.expire_idle();
-        if let Some(helpers) = shared.executor.helpers() {
+        if let Some(helpers) = shared.executor.helpers::<Helpers>() {
             helpers.refresh_shared(); // the operator's directory changed
         }
         // A question nobody answered: its run takes the call as denied.
@@ -211,7 +212,7 @@ impl Gateway {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Vec<crate::sdk::HelperDoc> {
-        let Some(helpers) = self.shared.executor.helpers() else {
+        let Some(helpers) = self.shared.executor.helpers::<Helpers>() else {
             return Vec::new();
         };
         let identity = Identity::of_request(context);
@@ -496,12 +497,12 @@ impl ServerHandler for Gateway {
         // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
         self.upstreams_ready(&context).await?;
         let identity = Identity::of_request(&context);
-        let Some(helpers) = self.shared.executor.helpers() else {
+        let Some(helpers) = self.shared.executor.helpers::<Helpers>() else {
             return Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]));
         };
         // The caller's saved helpers are named in its description.
         let sdk = identity.sdk(&self.shared.catalog);
-        let sdk = crate::helpers::sdk_for(Some(helpers), &identity.owner, sdk).await;
+        let sdk = crate::helpers::sdk_for(Some(&helpers), &identity.owner, sdk).await;
         let description = sdk.description(self.shared.description_budget);
         let tool = Tool::new(TOOL_NAME, description, input_schema());
         Ok(ListToolsResult::with_all_items(vec![tool]))
@@ -599,8 +600,8 @@ impl ServerHandler for Gateway {
         }
         let identity = Identity::of_request(&context);
         let sdk = identity.sdk(&self.shared.catalog);
-        let helpers = self.shared.executor.helpers();
-        let stub = crate::helpers::sdk_for(helpers, &identity.owner, sdk)
+        let helpers = self.shared.executor.helpers::<Helpers>();
+        let stub = crate::helpers::sdk_for(helpers.as_ref(), &identity.owner, sdk)
             .await
             .stub();
         let contents = ResourceContents::text(stub, SDK_URI).with_mime_type("text/x-python");

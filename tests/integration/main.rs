@@ -13,6 +13,7 @@
 mod support;
 
 mod admin;
+mod analysis;
 mod approvals;
 mod clients;
 mod conformance;

@@ -128,7 +128,7 @@ def wraps_result(output: Any) -> bool:
 
 def tool_value(result: Any, output_schema: Any = None) -> dict[str, Any]:
     """What the gateway hands agent code for this CallToolResult (src/upstream/result.rs, and
-    `unwrap_result` in src/exec/mod.rs)."""
+    `unwrap_result` in crates/exec/src/lib.rs)."""
     blocks = result.content
     texts = [b.text for b in blocks if getattr(b, "type", "") == "text"]
     if result.is_error:

@@ -1,0 +1,132 @@
+//! One analysis per run: what the router and the engines need to know about
+//! a snippet, read from a single parse. The executor's pre-flight check makes
+//! it from the tree it parsed anyway; a run that skipped the check reads it
+//! on first need. Either way it travels with the run, so nothing parses the
+//! snippet again.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use ruff_python_ast::{ModModule, Stmt};
+use ruff_python_parser::{ParseError, Parsed};
+
+use crate::call_sites::{SnippetCalls, calls_of, may_use_async};
+use crate::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
+
+/// Snippets parsed by this process so far (every parse in this crate): a
+/// test counts them to hold "one parse per run".
+static PARSES: AtomicU64 = AtomicU64::new(0);
+
+/// How many snippets this process has parsed.
+pub fn parses() -> u64 {
+    PARSES.load(Ordering::Relaxed)
+}
+
+/// Parses `code` as a module, counted in [`parses`].
+pub(crate) fn parse(code: &str) -> Result<Parsed<ModModule>, ParseError> {
+    PARSES.fetch_add(1, Ordering::Relaxed);
+    ruff_python_parser::parse_module(code)
+}
+
+/// What one snippet does, read from one parse.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// Its imports, bindings and carriable definitions (the router's).
+    pub outline: Outline,
+    /// Which of its calls want a future (the engines').
+    pub calls: Arc<SnippetCalls>,
+}
+
+impl Facts {
+    /// The facts of `code` parsed as `body`.
+    pub fn of_body(body: &[Stmt], code: &str) -> Self {
+        let calls = if may_use_async(code) {
+            calls_of(body)
+        } else {
+            SnippetCalls::default()
+        };
+        Self {
+            outline: outline_of(body, code),
+            calls: Arc::new(calls),
+        }
+    }
+
+    /// The facts of `code`; empty when it does not parse or nests deeper
+    /// than any engine runs. Recurses as deep as `code` nests (up to
+    /// [`MAX_NESTING`]): see [`Facts::of_safely`].
+    pub fn of(code: &str) -> Self {
+        if nests_deeper_than(code, MAX_NESTING) {
+            return Self::default();
+        }
+        let Ok(parsed) = parse(code) else {
+            return Self::default();
+        };
+        Self::of_body(&parsed.syntax().body, code)
+    }
+
+    /// [`Facts::of`] with a big stack: the parser and the tree walks
+    /// recurse as deep as the code nests, which the agent controls.
+    pub async fn of_safely(code: &str) -> Self {
+        let code = code.to_owned();
+        codemcp_base::threads::on_big_stack_for(code.len(), move || Self::of(&code))
+            .await
+            .unwrap_or_default()
+    }
+}
+
+/// A run's [`Facts`], read at most once: given by the pre-flight check, or
+/// read on first need. Clones share them (a run handed from the router to an
+/// engine keeps what either read).
+#[derive(Debug, Clone, Default)]
+pub struct Analysis(Arc<OnceLock<Arc<Facts>>>);
+
+impl Analysis {
+    /// An analysis already made (by the pre-flight check).
+    pub fn known(facts: Facts) -> Self {
+        Self(Arc::new(OnceLock::from(Arc::new(facts))))
+    }
+
+    /// The facts of `code` (the run's own code), read now if nobody has.
+    pub async fn facts(&self, code: &str) -> Arc<Facts> {
+        if let Some(facts) = self.0.get() {
+            return facts.clone();
+        }
+        let read = Arc::new(Facts::of_safely(code).await);
+        self.0.get_or_init(|| read).clone()
+    }
+
+    /// Which of `code`'s calls want a future: without `await` or `asyncio`
+    /// none does, and nothing is parsed.
+    pub async fn calls(&self, code: &str) -> Arc<SnippetCalls> {
+        match self.0.get() {
+            Some(facts) => facts.calls.clone(),
+            None if !may_use_async(code) => Arc::default(),
+            None => self.facts(code).await.calls.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_analysis_is_read_once_and_shared_by_its_clones() {
+        let code = "import json\nasync def f():\n    return await g()";
+        let analysis = Analysis::default();
+        let carried = analysis.clone();
+        let first = analysis.facts(code).await;
+        let again = carried.facts(code).await;
+        assert!(Arc::ptr_eq(&first, &again), "one read, shared");
+        assert_eq!(first.outline.imports, ["json"]);
+        assert!(Arc::ptr_eq(&first.calls, &carried.calls(code).await));
+    }
+
+    #[tokio::test]
+    async fn code_without_async_needs_no_parse_for_its_calls() {
+        let analysis = Analysis::default();
+        let calls = analysis.calls("x = f(1)").await;
+        assert!(!calls.wants_future(4, 8));
+        assert!(analysis.0.get().is_none(), "nothing was read");
+    }
+}

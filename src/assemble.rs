@@ -1,0 +1,253 @@
+//! Assembles the engine stack the settings ask for: `CODEMCP_ISOLATION` picks
+//! Monty (with the `CODEMCP_FALLBACK` engine behind it) or CPython only;
+//! `CODEMCP_MONTY` picks Monty's placement, else the transport's default.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{
+    CpythonSettings, Fallback, Isolation, MontyPlacement, MontySettings, RunLimits,
+    SessionSettings, Settings,
+};
+use crate::exec::Engine;
+use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
+use crate::exec::monty::{MontyEngine, MontyLimits};
+use crate::exec::router::Router;
+use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
+use crate::exec::worker::docker::DockerConfig;
+use crate::exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
+use crate::exec::{Executor, Persistence, RunChecks};
+
+/// How long an explicitly chosen Docker engine may take to answer.
+const DOCKER_WAIT: Duration = Duration::from_secs(10);
+/// How long `CODEMCP_FALLBACK=auto` waits for one before going without.
+const DOCKER_AUTO_WAIT: Duration = Duration::from_secs(2);
+/// How long past the run limit a session's lease lasts (saving takes time too).
+const LEASE_SLACK: Duration = Duration::from_secs(30);
+
+/// Where clients reach the gateway; decides Monty's default placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// One client on stdio (also `codemcp exec`): Monty in-process.
+    Stdio,
+    /// Many clients over HTTP: Monty in worker processes.
+    Http,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("CODEMCP_SESSION_STORE: {0}")]
+    Store(StoreError),
+    #[error("CODEMCP_MONTY=pool: {0}")]
+    MontyPool(String),
+    #[error("{setting}: {source}")]
+    Workers {
+        setting: &'static str,
+        source: WorkerError,
+    },
+}
+
+/// The engines `settings` ask for, behind the checks every run goes through.
+///
+/// # Errors
+/// When an engine asked for explicitly cannot start (no worker binary, no
+/// Docker engine or image, no usable Python).
+pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor, ExecError> {
+    let Settings {
+        limits,
+        sessions,
+        monty,
+        cpython,
+        ..
+    } = settings;
+    let workers = worker_limits(limits, sessions, cpython);
+    let engine: Arc<dyn Engine> = match cpython.isolation {
+        Isolation::Monty => {
+            let limits = monty_limits(limits, sessions, monty);
+            let primary = monty_engine(limits, monty, transport).await?;
+            let (fallback, hint) = fallback(cpython, workers).await?;
+            Arc::new(Router::new(primary, fallback, hint))
+        }
+        Isolation::HostSystem => {
+            host_workers(cpython, workers, "CODEMCP_ISOLATION=HOST_SYSTEM").await?
+        }
+        Isolation::Docker => docker_workers(cpython, workers, DOCKER_WAIT, true)
+            .await
+            .map_err(|source| ExecError::Workers {
+                setting: "CODEMCP_ISOLATION=DOCKER",
+                source,
+            })?,
+    };
+    tracing::info!(target: "codemcp", engine = %engine.describe(), "engine ready");
+    let checks = RunChecks {
+        exec_timeout: limits.exec_timeout,
+        max_source_bytes: limits.max_source_bytes,
+    };
+    let sessions = Persistence::new(
+        session_store(settings, transport)?,
+        settings.sessions.session_idle,
+    )
+    .parking_for(settings.authority.approval_timeout);
+    tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
+    let helpers = crate::helpers::Helpers::from_settings(settings, transport)?;
+    Ok(Executor::new(engine, checks, sessions).with_helpers(Arc::new(helpers)))
+}
+
+/// The store `CODEMCP_SESSION_STORE` names, else the transport's default:
+/// memory for one stdio client, a file that survives restarts for HTTP.
+/// The session store and key `settings` name (saved helpers live there too).
+pub fn store_spec_and_key(
+    settings: &Settings,
+    transport: Transport,
+) -> Result<(StoreSpec, SealKey), ExecError> {
+    let spec = match (&settings.sessions.session_store, transport) {
+        (Some(text), _) => text.parse::<StoreSpec>().map_err(ExecError::Store)?,
+        (None, Transport::Stdio) => StoreSpec::Memory,
+        (None, Transport::Http) => StoreSpec::File(store::state_dir().join("sessions.sqlite3")),
+    };
+    let key = match spec {
+        StoreSpec::Memory => SealKey::ephemeral(),
+        _ => SealKey::from_setting(
+            settings.sessions.session_key.as_deref(),
+            &store::state_dir(),
+        )
+        .map_err(ExecError::Store)?,
+    };
+    Ok((spec, key))
+}
+
+fn session_store(
+    settings: &Settings,
+    transport: Transport,
+) -> Result<Arc<dyn SessionStore>, ExecError> {
+    let (spec, key) = store_spec_and_key(settings, transport)?;
+    let limits = StoreLimits {
+        idle: settings.sessions.session_idle,
+        max_snapshot_bytes: settings.sessions.max_session_bytes,
+        // A run holds its session's lease; a gateway that dies holding one
+        // frees it after its longest possible run.
+        lease_ttl: settings.limits.exec_timeout + LEASE_SLACK,
+        call_timeout: settings.sessions.session_store_timeout,
+    };
+    store::open(&spec, key, limits).map_err(ExecError::Store)
+}
+
+/// The CPython engine Monty escalates to, or `None` and what to say instead.
+async fn fallback(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+) -> Result<(Option<Arc<WorkerEngine>>, String), ExecError> {
+    Ok(match cpython.fallback {
+        Fallback::Host => (Some(host_workers(cpython, limits, "CODEMCP_FALLBACK=host").await?), String::new()),
+        Fallback::Docker => {
+            let workers = docker_workers(cpython, limits, DOCKER_WAIT, true)
+                .await
+                .map_err(|source| ExecError::Workers {
+                    setting: "CODEMCP_FALLBACK=docker",
+                    source,
+                })?;
+            (Some(workers), String::new())
+        }
+        Fallback::Auto => match docker_workers(cpython, limits, DOCKER_AUTO_WAIT, false).await {
+            Ok(workers) => (Some(workers), String::new()),
+            Err(e) => {
+                tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
+                (None, format!("No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker: {e}. Or start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox)."))
+            }
+        },
+        Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=docker (sandboxed) or CODEMCP_FALLBACK=host (trusted agents only: no sandbox) enables one.".to_owned()),
+    })
+}
+
+fn monty_limits(run: &RunLimits, sessions: &SessionSettings, monty: &MontySettings) -> MontyLimits {
+    MontyLimits {
+        exec_timeout: run.exec_timeout,
+        max_output_bytes: run.max_output_bytes,
+        max_result_bytes: run.max_result_bytes,
+        max_tool_calls: run.max_tool_calls,
+        max_recursion_depth: run.max_recursion_depth,
+        max_sleep_total: run.max_sleep_total,
+        memory_limit: monty.monty_mem_limit,
+        session_idle: sessions.session_idle,
+        max_sessions: sessions.max_sessions,
+    }
+}
+
+/// The Monty engine in the placement `CODEMCP_MONTY` asks for, else the
+/// transport's default.
+async fn monty_engine(
+    limits: MontyLimits,
+    monty: &MontySettings,
+    transport: Transport,
+) -> Result<Arc<dyn Engine>, ExecError> {
+    let default = match transport {
+        Transport::Stdio => MontyPlacement::InProcess,
+        Transport::Http => MontyPlacement::Pool,
+    };
+    Ok(match monty.monty_placement.unwrap_or(default) {
+        MontyPlacement::InProcess => {
+            let engine = MontyEngine::new(limits);
+            // Where runs go if runaway runs make the in-process engine retire.
+            Arc::new(match find_worker_binary(monty.monty_bin.as_deref()) {
+                Ok(binary) => engine.with_spare_pool(binary, monty.monty_workers),
+                Err(_) => engine,
+            })
+        }
+        MontyPlacement::Pool => {
+            let binary = find_worker_binary(monty.monty_bin.as_deref())
+                .map_err(|e| ExecError::MontyPool(e.to_string()))?;
+            let pool = PoolEngine::start(limits, binary, monty.monty_workers)
+                .await
+                .map_err(|e| ExecError::MontyPool(e.to_string()))?;
+            Arc::new(pool)
+        }
+    })
+}
+
+fn worker_limits(
+    run: &RunLimits,
+    sessions: &SessionSettings,
+    cpython: &CpythonSettings,
+) -> WorkerLimits {
+    WorkerLimits {
+        exec_timeout: run.exec_timeout,
+        max_output_bytes: run.max_output_bytes,
+        max_result_bytes: run.max_result_bytes,
+        max_tool_calls: run.max_tool_calls,
+        session_idle: cpython.worker_idle,
+        max_sessions: sessions.max_sessions,
+        max_state_bytes: sessions.max_session_bytes,
+    }
+}
+
+async fn host_workers(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+    setting: &'static str,
+) -> Result<Arc<WorkerEngine>, ExecError> {
+    WorkerEngine::start_host(limits, find_python(cpython.python.as_deref()))
+        .await
+        .map_err(|source| ExecError::Workers { setting, source })
+}
+
+fn docker_config(cpython: &CpythonSettings) -> DockerConfig {
+    DockerConfig {
+        image: cpython.docker_image.clone(),
+        memory_bytes: cpython.docker_memory as u64,
+        pids: cpython.docker_pids,
+        nano_cpus: cpython.docker_nano_cpus,
+        sources: crate::exec::worker::image::Sources {
+            debian_mirror: cpython.debian_mirror.clone(),
+            pypi_files: cpython.pypi_files.clone(),
+        },
+    }
+}
+
+async fn docker_workers(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+    within: Duration,
+    prewarm: bool,
+) -> Result<Arc<WorkerEngine>, WorkerError> {
+    WorkerEngine::start_docker(limits, docker_config(cpython), within, prewarm).await
+}

@@ -1,0 +1,151 @@
+//! A snippet is analysed once per run: the pre-flight check's parse gives
+//! the router its outline and every engine its call sites, so nothing on a
+//! run's path parses the snippet again. The parse counter is process-wide,
+//! so the runs are counted in a child process running only that test.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codemcp::exec::facts::parses;
+use codemcp::exec::monty::pool::{PoolEngine, find_worker_binary};
+use codemcp::exec::monty::{MontyEngine, MontyLimits};
+use codemcp::exec::router::Router;
+use codemcp::exec::store::Owner;
+use codemcp::exec::worker::{WorkerEngine, WorkerLimits, find_python};
+use codemcp::exec::{Engine, Executor, RunChecks, RunControl, RunRequest, ToolFailure, ToolHost};
+use codemcp::sdk::Sdk;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+
+const CHILD: &str = "CODEMCP_TEST_ANALYSIS_CHILD";
+
+/// A gateway with no upstreams: plain Python only.
+struct NoTools(Arc<Sdk>);
+
+impl ToolHost for NoTools {
+    fn sdk(&self) -> Arc<Sdk> {
+        self.0.clone()
+    }
+
+    fn call_tool(
+        &self,
+        _engine: &'static str,
+        _server: &str,
+        _tool: &str,
+        _args: Map<String, Value>,
+    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
+        Box::pin(async {
+            Err(ToolFailure {
+                message: "no upstreams".into(),
+            })
+        })
+    }
+}
+
+fn monty_limits() -> MontyLimits {
+    MontyLimits {
+        exec_timeout: Duration::from_secs(30),
+        max_output_bytes: 1 << 20,
+        max_result_bytes: 1 << 20,
+        max_tool_calls: 100,
+        max_recursion_depth: 200,
+        max_sleep_total: Duration::from_secs(1),
+        memory_limit: 256 << 20,
+        session_idle: Duration::from_secs(60),
+        max_sessions: 8,
+    }
+}
+
+fn worker_limits() -> WorkerLimits {
+    WorkerLimits {
+        exec_timeout: Duration::from_secs(30),
+        max_output_bytes: 1 << 20,
+        max_result_bytes: 1 << 20,
+        max_tool_calls: 100,
+        session_idle: Duration::from_secs(60),
+        max_sessions: 8,
+        max_state_bytes: 16 << 20,
+    }
+}
+
+fn executor(engine: Arc<dyn Engine>) -> Executor {
+    let checks = RunChecks {
+        exec_timeout: Duration::from_secs(30),
+        max_source_bytes: 1 << 20,
+    };
+    Executor::in_memory(engine, checks).expect("a memory store")
+}
+
+/// Runs `code` in a new session and returns its value and engine, and how
+/// many parses the run made.
+async fn counted(executor: &Executor, code: &str) -> (Option<Value>, &'static str, u64) {
+    let tools: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
+    let request = RunRequest {
+        code: code.to_owned(),
+        session: None,
+        timeout: None,
+    };
+    let before = parses();
+    let ran = executor
+        .run(Owner::anonymous(), request, tools, RunControl::default())
+        .await;
+    let parsed = parses() - before;
+    assert!(ran.error.is_none(), "{:?}", ran.error);
+    (ran.result, ran.engine, parsed)
+}
+
+/// Async code: the engines need its call sites, the router its imports.
+const ASYNC: &str = "async def double(x):\n    return 2 * x\nawait double(21)";
+/// Async code Monty cannot run (it lacks `statistics`): the router sends it
+/// to CPython.
+const ESCALATING: &str = "import statistics\nasync def mean(xs):\n    return statistics.mean(xs)\n\
+                          await mean([1, 2, 3])";
+
+/// Runs only as the child of `an_async_snippet_is_parsed_once_per_run`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counted_runs_child() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let python = find_python(
+        std::env::var_os("CODEMCP_PYTHON")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    );
+    let cpython = WorkerEngine::start_host(worker_limits(), python)
+        .await
+        .expect("CODEMCP_PYTHON: a host CPython worker");
+    let monty: Arc<dyn Engine> = Arc::new(MontyEngine::new(monty_limits()));
+    let routed = executor(Arc::new(Router::new(monty, Some(cpython), String::new())));
+    assert_eq!(counted(&routed, ASYNC).await, (Some(json!(42)), "monty", 1));
+    let (value, engine, parsed) = counted(&routed, ESCALATING).await;
+    assert_eq!((value, engine), (Some(json!(2)), "cpython-host"));
+    assert_eq!(parsed, 1, "router and CPython share the pre-flight's parse");
+    let binary = std::env::var_os("CODEMCP_MONTY_BIN").map(std::path::PathBuf::from);
+    let binary = find_worker_binary(binary.as_deref()).expect("CODEMCP_MONTY_BIN");
+    let pool = PoolEngine::start(monty_limits(), binary, 1)
+        .await
+        .expect("a Monty pool");
+    let pooled = executor(Arc::new(pool));
+    assert_eq!(
+        counted(&pooled, ASYNC).await,
+        (Some(json!(42)), "monty-pool", 1)
+    );
+    println!("COUNTED");
+}
+
+#[test]
+fn an_async_snippet_is_parsed_once_per_run() {
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["analysis::counted_runs_child", "--exact", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("COUNTED"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
