@@ -89,7 +89,9 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
     )
     .parking_for(settings.authority.approval_timeout);
     tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
-    let helpers = crate::helpers::Helpers::from_settings(settings, transport)?;
+    let (spec, key) = store_spec_and_key(settings, transport)?;
+    let helpers =
+        crate::helpers::Helpers::from_settings(settings, &spec, key).map_err(ExecError::Store)?;
     Ok(Executor::new(engine, checks, sessions).with_helpers(Arc::new(helpers)))
 }
 

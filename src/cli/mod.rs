@@ -199,7 +199,7 @@ async fn without_upstreams(
     }
     Some(match command {
         Command::Token { action } => tokens::tokens(action, settings.http.http_tokens.as_deref()),
-        Command::Helpers { action } => crate::helpers::cli::run(action, settings).await,
+        Command::Helpers { action } => helpers(action, settings).await,
         Command::Import { from, write } => crate::clients::import::run(path, *from, *write),
         Command::Install { client, undo } => crate::clients::install::run(path, *client, *undo),
         Command::Setup {
@@ -207,6 +207,18 @@ async fn without_upstreams(
         } => setup::setup_docker(settings, *rebuild).await,
         _ => return None,
     })
+}
+
+/// `codemcp helpers …` on the store where an HTTP gateway with these
+/// settings keeps its sessions and helpers.
+async fn helpers(
+    action: &crate::helpers::cli::HelpersAction,
+    settings: &Settings,
+) -> Result<ExitCode, String> {
+    let (spec, key) =
+        crate::assemble::store_spec_and_key(settings, crate::assemble::Transport::Http)
+            .map_err(|e| e.to_string())?;
+    crate::helpers::cli::run(action, settings, &spec, key).await
 }
 
 /// How the catalog treats its upstream servers, from the settings.

@@ -9,7 +9,6 @@ use clap::{Args, Subcommand};
 
 use super::Helpers;
 use super::record::Library;
-use crate::assemble::Transport;
 use crate::config::Settings;
 use crate::exec::store::Owner;
 
@@ -66,12 +65,18 @@ impl Whose {
     }
 }
 
-/// Runs one `codemcp helpers` command.
+/// Runs one `codemcp helpers` command on the helpers in `spec` (the store
+/// an HTTP gateway with these settings keeps them in).
 ///
 /// # Errors
 /// The store cannot be opened or read, or the helper is unknown.
-pub async fn run(action: &HelpersAction, settings: &Settings) -> Result<ExitCode, String> {
-    let helpers = Helpers::from_settings(settings, Transport::Http).map_err(|e| e.to_string())?;
+pub async fn run(
+    action: &HelpersAction,
+    settings: &Settings,
+    spec: &crate::exec::store::StoreSpec,
+    key: crate::exec::store::SealKey,
+) -> Result<ExitCode, String> {
+    let helpers = Helpers::from_settings(settings, spec, key).map_err(|e| e.to_string())?;
     let store = helpers.store();
     match action {
         HelpersAction::List { whose } => {

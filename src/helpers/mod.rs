@@ -33,7 +33,6 @@ pub use self::record::{Helper, Library};
 pub use self::store::{LibraryError, LibraryStore};
 pub use crate::exec::helpers::{HELPER_FUNCTIONS, HelperCall, Wrapped};
 
-use crate::assemble::{ExecError, Transport};
 use crate::exec::store::Owner;
 use crate::sdk::HelperDoc;
 
@@ -79,19 +78,20 @@ impl Helpers {
         helpers
     }
 
-    /// Opens the helpers of the session store `settings` name (the same
-    /// store, spec and key as sessions).
+    /// Opens the helpers kept in the session store `spec` with its `key`
+    /// (sessions' own: see `crate::assemble::store_spec_and_key`), bounded
+    /// as `settings` say.
     ///
     /// # Errors
-    /// The store or key cannot be set up.
+    /// The store cannot be opened.
     pub fn from_settings(
         settings: &crate::config::Settings,
-        transport: Transport,
-    ) -> Result<Self, ExecError> {
-        let (spec, key) = crate::assemble::store_spec_and_key(settings, transport)?;
+        spec: &crate::exec::store::StoreSpec,
+        key: crate::exec::store::SealKey,
+    ) -> Result<Self, crate::exec::store::StoreError> {
         let h = &settings.helpers;
         let store = LibraryStore::open(
-            &spec,
+            spec,
             key,
             h.helpers_idle,
             h.helpers_max_total_bytes,
@@ -100,8 +100,7 @@ impl Helpers {
             // a run two full timeouts (the run goes on without helpers, said).
             (settings.sessions.session_store_timeout / 2)
                 .max(std::time::Duration::from_millis(250)),
-        )
-        .map_err(ExecError::Store)?;
+        )?;
         let bounds = Bounds {
             max_count: h.helpers_max_count,
             max_bytes: h.helpers_max_bytes,

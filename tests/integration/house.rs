@@ -1,6 +1,7 @@
 //! House rules that nothing else checks: source files stay under the size a
 //! reader can hold, and the settings page lists exactly the settings clap
-//! knows (the page is what operators read; `--help` is what the binary does).
+//! knows (the page is what operators read; `--help` is what the binary does),
+//! and the rooms of the gateway import each other in no circle.
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
 use std::collections::BTreeSet;
@@ -148,4 +149,98 @@ fn crates_depend_only_downwards_and_never_on_the_gateway() {
     }
     assert!(checked >= 3, "found the crates ({checked})");
     assert!(wrong.is_empty(), "imports must run downwards: {wrong:?}");
+}
+
+/// The rooms of the gateway (`src/`'s folders and files) that `file` names
+/// through `crate::`: in code, not comments, and not in test modules.
+fn rooms_named(file: &Path, rooms: &BTreeSet<String>) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(file).expect("a source file reads");
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut named = BTreeSet::new();
+    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (at, _) in line.match_indices("crate::") {
+            let after = &line[at + "crate::".len()..];
+            // `crate::{a, b::c}` names every room in the braces.
+            let names: Vec<&str> = match after.strip_prefix('{') {
+                Some(group) => group
+                    .split(|c: char| c == ',' || c == '}')
+                    .map(|part| part.trim().split("::").next().unwrap_or_default())
+                    .collect(),
+                None => vec![after.split("::").next().unwrap_or_default()],
+            };
+            let names = names
+                .into_iter()
+                .map(|n| n.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_')));
+            named.extend(names.filter(|n| rooms.contains(*n)).map(str::to_owned));
+        }
+    }
+    named
+}
+
+/// A circle in `graph`, if there is one, as the rooms it runs through.
+fn circle(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        room: &str,
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|r| r == room) {
+            let mut found = path[at..].to_vec();
+            found.push(room.to_owned());
+            return Some(found);
+        }
+        if done.contains(room) {
+            return None;
+        }
+        path.push(room.to_owned());
+        for next in graph.get(room).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(room.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|room| visit(room, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_gateways_rooms_import_each_other_in_no_circle() {
+    let src = repo().join("src");
+    let room_of = |path: &Path| -> String {
+        let first = path
+            .strip_prefix(&src)
+            .expect("under src/")
+            .components()
+            .next();
+        let name = first.expect("a path").as_os_str().to_string_lossy();
+        name.trim_end_matches(".rs").to_owned()
+    };
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let rooms: BTreeSet<String> = files
+        .iter()
+        .map(|f| room_of(f))
+        .filter(|r| r != "lib" && r != "main")
+        .collect();
+    assert!(rooms.len() > 5, "found the rooms ({rooms:?})");
+    let mut graph: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for file in &files {
+        let room = room_of(file);
+        let named = rooms_named(file, &rooms);
+        graph
+            .entry(room.clone())
+            .or_default()
+            .extend(named.into_iter().filter(|r| *r != room));
+    }
+    assert!(
+        circle(&graph).is_none(),
+        "rooms of src/ import each other in a circle: {:?}; graph: {graph:?}",
+        circle(&graph)
+    );
 }
