@@ -163,7 +163,7 @@ fn rooms_named(file: &Path, rooms: &BTreeSet<String>) -> BTreeSet<String> {
             // `crate::{a, b::c}` names every room in the braces.
             let names: Vec<&str> = match after.strip_prefix('{') {
                 Some(group) => group
-                    .split(|c: char| c == ',' || c == '}')
+                    .split([',', '}'])
                     .map(|part| part.trim().split("::").next().unwrap_or_default())
                     .collect(),
                 None => vec![after.split("::").next().unwrap_or_default()],
