@@ -249,7 +249,7 @@ async fn run(cli: Cli) -> Result<ExitCode, String> {
     // Serving answers `initialize` at once and lets upstreams join as they
     // come; one-shots need them all, so they wait (each up to its timeout).
     let catalog = match &cli.command {
-        None | Some(Command::Serve { .. }) => Catalog::start(&upstreams, limits),
+        None | Some(Command::Serve { .. }) => Catalog::prepare(&upstreams, limits),
         Some(_) => Catalog::connect(&upstreams, limits).await,
     };
     let wait = settings.upstream.startup_wait;

@@ -14,6 +14,10 @@ use crate::config::Settings;
 use crate::server::{self, GatewayState, HttpAccess};
 use crate::upstream::Catalog;
 
+/// How long a stdio gateway waits for its client's first request before it
+/// starts the upstream servers anyway.
+const LAUNCH_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Serves one client on stdin/stdout; `admin` is this gateway's entry in
 /// `codemcp instances` (and its admin socket) while it serves.
 pub(super) async fn stdio(
@@ -32,6 +36,11 @@ pub(super) async fn stdio(
         settings.output,
         Authority::from_settings(settings).map_err(|e| e.to_string())?,
     );
+    // The servers start now, when nothing but the client is left to wait for.
+    // Starting dozens of servers takes the CPU (each is a fork and exec, then
+    // their own start): they start once the client's `initialize` is
+    // answered, or after a short grace when it does not come first.
+    shared.catalog.launch_after(LAUNCH_GRACE);
     let served = server::serve_stdio(shared.clone()).await;
     shared.executor.shutdown().await;
     served.map_err(|e| e.to_string())?;
@@ -70,6 +79,7 @@ pub(super) async fn http(
         admin::signals::terminated().await;
         stop.cancel();
     });
+    shared.catalog.launch();
     let served = server::serve_http(shared.clone(), addr, access, shutdown).await;
     shared.executor.shutdown().await;
     served.map_err(|e| e.to_string())?;

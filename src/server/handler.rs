@@ -199,6 +199,9 @@ impl Gateway {
     /// Waits for the upstreams' startup (bounded), unless the request is
     /// cancelled or the client leaves first: then nobody waits for it.
     async fn upstreams_ready(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        // A client that asks for tools before any `initialized` (2026-07-28)
+        // starts the servers now, if the grace has not.
+        self.shared.catalog.launch();
         tokio::select! {
             () = self.shared.catalog.ready() => Ok(()),
             () = self.session.closing.cancelled() => Err(ErrorData::internal_error("the client went away", None)),
@@ -619,6 +622,8 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // `initialize` is answered: the servers may take the CPU now.
+        self.shared.catalog.launch();
         self.shared.legacy_peers().push(context.peer.clone());
     }
 

@@ -19,6 +19,7 @@ mod relist;
 mod remembered;
 pub mod resources;
 mod result;
+mod sdk_view;
 mod startup;
 
 use parking_lot::RwLock;
@@ -158,6 +159,8 @@ struct Inner {
     sdk_stale: std::sync::atomic::AtomicBool,
     /// One build at a time; readers that find it stale wait for that build.
     sdk_building: parking_lot::Mutex<()>,
+    /// The configured servers were started ([`Catalog::launch`]).
+    launched: std::sync::atomic::AtomicBool,
     /// Counts SDK changes, so views built from an older catalog are redone.
     generation: std::sync::atomic::AtomicU64,
     changed: broadcast::Sender<()>,
@@ -282,6 +285,15 @@ impl Catalog {
     /// returns at once, with no tools yet: for serving, where `initialize`
     /// must not wait. [`Catalog::ready`] waits for them, bounded.
     pub fn start(config: &UpstreamConfig, limits: UpstreamLimits) -> Self {
+        let catalog = Self::prepare(config, limits);
+        catalog.launch();
+        catalog
+    }
+
+    /// The catalog with its remembered tools and no server started yet:
+    /// [`Catalog::launch`] starts them once the gateway is ready to answer,
+    /// so its own start does not queue behind dozens of starting servers.
+    pub fn prepare(config: &UpstreamConfig, limits: UpstreamLimits) -> Self {
         for skipped in &config.skipped {
             tracing::warn!(target: "codemcp::upstream", server = %skipped.name, reason = %skipped.reason, "upstream skipped");
         }
@@ -309,6 +321,7 @@ impl Catalog {
                 sdk: RwLock::new(Arc::new(Sdk::build(&[]))),
                 sdk_stale: std::sync::atomic::AtomicBool::new(true),
                 sdk_building: parking_lot::Mutex::new(()),
+                launched: std::sync::atomic::AtomicBool::new(false),
                 generation: std::sync::atomic::AtomicU64::new(0),
                 changed: broadcast::channel(16).0,
                 tool_timeout: limits.tool_timeout,
@@ -327,37 +340,12 @@ impl Catalog {
         let sdk = catalog.inner.current_sdk();
         sdk.instructions(limits.description_budget);
         sdk.description(limits.description_budget);
-        for upstream in catalog.inner.all() {
-            startup::launch(&catalog.inner, upstream);
-        }
         tokio::spawn(startup::report_startup(Arc::downgrade(&catalog.inner)));
         tokio::spawn(relist::refresh_on_change(
             Arc::downgrade(&catalog.inner),
             changes_rx,
         ));
         catalog
-    }
-
-    /// The SDK for the tools known right now.
-    pub fn sdk(&self) -> Arc<Sdk> {
-        self.inner.current_sdk()
-    }
-
-    /// Which build of the SDK [`Catalog::sdk`] returns now.
-    pub fn generation(&self) -> u64 {
-        self.inner
-            .generation
-            .load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// The SDK as one principal sees it: their overrides decide which tools
-    /// are denied (and so do not exist for them).
-    pub fn sdk_with(&self, overrides: &Overrides) -> Arc<Sdk> {
-        if overrides.is_empty() {
-            return self.sdk();
-        }
-        self.inner
-            .build_sdk(|server, tool| overrides.apply(server, &tool.name, tool.policy))
     }
 
     /// The policy of `server`'s `tool` for a principal with `overrides`.
@@ -407,22 +395,6 @@ impl Catalog {
 }
 
 impl Inner {
-    fn current_sdk(&self) -> Arc<Sdk> {
-        use std::sync::atomic::Ordering;
-        if self.sdk_stale.load(Ordering::Acquire) {
-            let _building = self.sdk_building.lock();
-            // A change marks the SDK stale after it changed the tools, so a
-            // build that starts after this swap sees at least that change.
-            if self.sdk_stale.swap(false, Ordering::AcqRel) {
-                let started = Instant::now();
-                let sdk = self.build_sdk(|_, tool| tool.policy);
-                tracing::debug!(target: "codemcp::upstream", functions = sdk.functions().len(), took_ms = started.elapsed().as_millis(), "SDK built");
-                *write(&self.sdk) = sdk;
-            }
-        }
-        read(&self.sdk).clone()
-    }
-
     fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
         read(&self.upstreams).get(name).cloned()
     }
@@ -558,45 +530,6 @@ impl Inner {
     fn is_current(&self, upstream: &Arc<Upstream>) -> bool {
         self.upstream(&upstream.config.name)
             .is_some_and(|u| Arc::ptr_eq(&u, upstream))
-    }
-
-    /// The SDK is to be rebuilt from every server's tools (by the next read);
-    /// with `notify`, tells listeners (their tool description changed).
-    fn rebuild_sdk(&self, notify: bool) {
-        self.sdk_stale
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        if notify {
-            self.announce();
-        }
-    }
-
-    /// An SDK of every tool whose `decide(server, tool)` is not `Deny`:
-    /// denied tools do not exist for the agent.
-    fn build_sdk(&self, decide: impl Fn(&str, &ToolDef) -> Decision) -> Arc<Sdk> {
-        let tools: Vec<ToolDef> = self
-            .all()
-            .iter()
-            .flat_map(|u| {
-                let mut tools = read(&u.tools).clone();
-                for tool in &mut tools {
-                    tool.policy = decide(&u.config.name, tool);
-                }
-                tools
-            })
-            .filter(|t| t.policy != Decision::Deny)
-            .collect();
-        let about = self
-            .all()
-            .iter()
-            .filter_map(|u| Some((u.config.name.clone(), read(&u.about).clone()?)))
-            .collect();
-        Arc::new(
-            Sdk::build(&tools)
-                .with_about(about)
-                .with_connecting(self.connecting()),
-        )
     }
 
     /// Tells listeners the SDK changed (their tool description did).

@@ -179,6 +179,30 @@ pub(super) async fn report_startup(inner: Weak<Inner>) {
 }
 
 impl super::Catalog {
+    /// Starts every configured server (see [`Catalog::prepare`]); once.
+    pub fn launch(&self) {
+        if self
+            .inner
+            .launched
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        for upstream in self.inner.all() {
+            launch(&self.inner, upstream);
+        }
+    }
+
+    /// Starts every configured server after `grace`, unless a client's
+    /// request started them sooner ([`Catalog::launch`]).
+    pub fn launch_after(&self, grace: Duration) {
+        let catalog = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            catalog.launch();
+        });
+    }
+
     /// Waits until every server's first connection attempt finished (servers
     /// with a remembered catalog are never waited for), or until
     /// `CODEMCP_STARTUP_WAIT_MS` after launch, whichever comes first.
