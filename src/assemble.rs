@@ -83,21 +83,22 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
         exec_timeout: limits.exec_timeout,
         max_source_bytes: limits.max_source_bytes,
     };
+    // Saved helpers live in the sessions' store, under the same key.
+    let (spec, key) = store_spec_and_key(settings, transport)?;
     let sessions = Persistence::new(
-        session_store(settings, transport)?,
+        session_store(settings, &spec, key.clone())?,
         settings.sessions.session_idle,
     )
     .parking_for(settings.authority.approval_timeout);
     tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
-    let (spec, key) = store_spec_and_key(settings, transport)?;
     let helpers =
         crate::helpers::Helpers::from_settings(settings, &spec, key).map_err(ExecError::Store)?;
     Ok(Executor::new(engine, checks, sessions).with_helpers(Arc::new(helpers)))
 }
 
-/// The store `CODEMCP_SESSION_STORE` names, else the transport's default:
+/// The session store and key `settings` name (saved helpers live there too):
+/// the store `CODEMCP_SESSION_STORE` names, else the transport's default,
 /// memory for one stdio client, a file that survives restarts for HTTP.
-/// The session store and key `settings` name (saved helpers live there too).
 pub fn store_spec_and_key(
     settings: &Settings,
     transport: Transport,
@@ -120,9 +121,9 @@ pub fn store_spec_and_key(
 
 fn session_store(
     settings: &Settings,
-    transport: Transport,
+    spec: &StoreSpec,
+    key: SealKey,
 ) -> Result<Arc<dyn SessionStore>, ExecError> {
-    let (spec, key) = store_spec_and_key(settings, transport)?;
     let limits = StoreLimits {
         idle: settings.sessions.session_idle,
         max_snapshot_bytes: settings.sessions.max_session_bytes,
@@ -131,7 +132,7 @@ fn session_store(
         lease_ttl: settings.limits.exec_timeout + LEASE_SLACK,
         call_timeout: settings.sessions.session_store_timeout,
     };
-    store::open(&spec, key, limits).map_err(ExecError::Store)
+    store::open(spec, key, limits).map_err(ExecError::Store)
 }
 
 /// The CPython engine Monty escalates to, or `None` and what to say instead.
