@@ -589,7 +589,7 @@ mod tests {
     use serde_json::json;
 
     fn unsupported(code: &str) -> Option<String> {
-        unsupported_import(&syntax::outline(code).imports)
+        unsupported_import(&crate::facts::Facts::of(code).outline.imports)
     }
 
     #[test]
@@ -632,10 +632,8 @@ mod tests {
     #[test]
     fn a_redefined_function_is_carried_once_in_its_latest_form() {
         let mut carried = Carried::default();
-        carried.add(&syntax::outline("import json\ndef f():\n    return 1"));
-        carried.add(&syntax::outline(
-            "import json\ndef f():\n    return 2\nx = 3",
-        ));
+        carried.add(&crate::facts::Facts::of("import json\ndef f():\n    return 1").outline);
+        carried.add(&crate::facts::Facts::of("import json\ndef f():\n    return 2\nx = 3").outline);
         assert_eq!(
             carried.prelude().as_deref(),
             Some("import json\ndef f():\n    return 2")

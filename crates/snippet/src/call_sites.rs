@@ -64,19 +64,6 @@ pub fn may_use_async(code: &str) -> bool {
     code.contains("await") || code.contains("asyncio")
 }
 
-/// The calls of `code`; empty when it cannot use async, does not parse, or
-/// nests deeper than any engine runs. Recurses as deep as `code` nests (up
-/// to [`MAX_NESTING`]): call it on a thread with a big stack.
-pub fn snippet_calls(code: &str) -> SnippetCalls {
-    if !may_use_async(code) || nests_deeper_than(code, MAX_NESTING) {
-        return SnippetCalls::default();
-    }
-    let Ok(parsed) = crate::facts::parse(code) else {
-        return SnippetCalls::default();
-    };
-    calls_of(&parsed.syntax().body)
-}
-
 /// The calls of a snippet parsed as `body`, for a caller that has the tree.
 pub fn calls_of(body: &[Stmt]) -> SnippetCalls {
     let mut awaited = AwaitedNames::default();
@@ -415,6 +402,12 @@ impl RunCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calls of `code` as a run reads them.
+    fn snippet_calls(code: &str) -> SnippetCalls {
+        let calls = crate::facts::Facts::of(code).calls;
+        std::sync::Arc::try_unwrap(calls).unwrap_or_default()
+    }
 
     /// The source text of each call of a plain name that wants a future.
     fn futures(code: &str) -> Vec<&str> {

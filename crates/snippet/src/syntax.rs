@@ -24,30 +24,8 @@ pub struct Outline {
     pub differs_on_monty: Option<String>,
 }
 
-/// [`outline`] with a big stack: the parser and the tree walk
-/// recurse as deep as the code nests, which the agent controls.
-pub async fn outline_safely(code: &str) -> Outline {
-    let code = code.to_owned();
-    codemcp_base::threads::on_big_stack_for(code.len(), move || outline(&code))
-        .await
-        .unwrap_or_default()
-}
-
-/// The outline of `code`; empty when it does not parse (the engine then
-/// reports the syntax error itself). Recurses as deep as `code` nests: see
-/// [`outline_safely`].
-pub fn outline(code: &str) -> Outline {
-    if nests_deeper_than(code, MAX_NESTING) {
-        return Outline::default();
-    }
-    let Ok(parsed) = crate::facts::parse(code) else {
-        return Outline::default();
-    };
-    outline_of(&parsed.syntax().body, code)
-}
-
-/// The outline of `code` parsed as `body`, for a caller that already has
-/// the tree (the pre-flight check).
+/// The outline of `code` parsed as `body` (see `crate::facts::Facts`, which
+/// reads it once per run).
 pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
     let mut imports = Imports::default();
     imports.visit_body(body);
@@ -278,6 +256,10 @@ impl<'a> Visitor<'a> for Calls {
 mod tests {
     use super::*;
 
+    fn outline(code: &str) -> Outline {
+        crate::facts::Facts::of(code).outline
+    }
+
     #[test]
     fn silent_differences_are_seen_in_the_source() {
         for code in [
@@ -349,11 +331,17 @@ mod tests {
         let shallow = format!("x = {}{}", "[".repeat(150), "]".repeat(150));
         assert_eq!(outline(&shallow).assigned, ["x"]);
         let chain = format!("y = 1{}", "+1".repeat(200_000));
-        assert_eq!(outline_safely(&chain).await.assigned, ["y"]);
+        assert_eq!(
+            crate::facts::Facts::of_safely(&chain)
+                .await
+                .outline
+                .assigned,
+            ["y"]
+        );
         let blocks: String = (0..300)
             .map(|i| format!("{}if True:\n", " ".repeat(i)))
             .collect();
-        let _ = outline_safely(&format!("{blocks}{}z = 1", " ".repeat(300))).await;
+        let _ = crate::facts::Facts::of_safely(&format!("{blocks}{}z = 1", " ".repeat(300))).await;
     }
 
     #[test]
