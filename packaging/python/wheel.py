@@ -42,7 +42,11 @@ def main(binary, dist, version, readme, out_dir):
         "Summary: A code-mode MCP gateway: many upstream MCP servers behind one execute_python tool\n"
         "Keywords: mcp,model-context-protocol,gateway,code-mode,sandbox\n"
         "Classifier: Environment :: Console\nClassifier: Operating System :: POSIX :: Linux\n"
-        "Classifier: Programming Language :: Rust\nRequires-Python: >=3.8\n"
+        "Classifier: Programming Language :: Rust\n"
+        "License: MIT OR Apache-2.0\n"
+        "Classifier: License :: OSI Approved :: MIT License\n"
+        "Classifier: License :: OSI Approved :: Apache Software License\n"
+        "Requires-Python: >=3.8\n"
         "Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM\n\n" % (dist, version)
     ) + open(readme).read()
     wheel = "Wheel-Version: 1.0\nGenerator: codemcp packaging/python/wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" % tag
