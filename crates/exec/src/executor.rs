@@ -86,6 +86,18 @@ impl Executor {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
+        // A stalled store costs the whole call one store timeout, however
+        // many store operations it makes (helpers, lease, load, save).
+        store::one_call(self.run_one(owner, request, tools, control)).await
+    }
+
+    async fn run_one(
+        &self,
+        owner: Owner,
+        request: RunRequest,
+        tools: Arc<dyn ToolHost>,
+        control: RunControl,
+    ) -> Execution {
         let started = Instant::now();
         let session = request.session.clone();
         let (tools, prelude, warning) = match &self.helpers {
@@ -199,11 +211,10 @@ impl Executor {
         let mut run = Run::new(String::new(), self.checks.exec_timeout);
         let engine = &self.engine;
         let holds = |id, version| engine.holds(id, version);
-        match self
+        let unparked = self
             .sessions
-            .unpark(state, owner, max_age, &mut run, &holds)
-            .await
-        {
+            .unpark(state, owner, max_age, &mut run, &holds);
+        match store::one_call(unparked).await {
             Ok((begun, parked)) => Ok(Unparked { begun, run, parked }),
             Err(why) => Err(self.refused(
                 RunError::new(ErrorKind::Input, "LookupError", why)
@@ -221,9 +232,8 @@ impl Executor {
     ) -> Execution {
         let started = Instant::now();
         let Unparked { begun, run, parked } = unparked;
-        let mut execution = self
-            .run_begun(begun, run, tools, control, Some(&parked))
-            .await;
+        let resumed = self.run_begun(begun, run, tools, control, Some(&parked));
+        let mut execution = store::one_call(resumed).await;
         if execution.engine.is_empty() {
             execution.engine = self.engine.name();
         }
