@@ -413,6 +413,56 @@ async fn a_server_slower_than_its_timeout_joins_on_a_more_patient_retry() {
     assert!(starts(&setup, "sluggish").len() >= 2);
 }
 
+/// When each start of a slow server began, in seconds since the epoch.
+fn start_times(setup: &Setup, name: &str) -> Vec<f64> {
+    let path = setup.dir.path().join(format!("{name}.json.times"));
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+/// The first starts of `names`, earliest first, as offsets from the first.
+fn first_starts(setup: &Setup, names: &[&str]) -> Vec<f64> {
+    let mut firsts: Vec<f64> = names
+        .iter()
+        .map(|n| start_times(setup, n).first().copied().expect("it started"))
+        .collect();
+    firsts.sort_by(f64::total_cmp);
+    firsts.iter().map(|t| t - firsts[0]).collect()
+}
+
+#[tokio::test]
+async fn handshakes_run_at_most_startup_concurrency_at_once() {
+    // CODEMCP_STARTUP_CONCURRENCY (default 4): three servers that take 1.5 s
+    // each to answer start one after the other with 1, together with 3.
+    let names = ["c1", "c2", "c3"];
+    let servers: Vec<(&str, Value)> = names
+        .iter()
+        .map(|n| (*n, json!({"sleep_s": 1.5})))
+        .collect();
+    let one = slow_setup(&servers, &[]);
+    let client = one.stdio(&[("CODEMCP_STARTUP_CONCURRENCY", "1")]).await;
+    assert!(client.description().await.contains("c3_ping"));
+    let serial = first_starts(&one, &names);
+    let together = slow_setup(&servers, &[]);
+    let client = together
+        .stdio(&[("CODEMCP_STARTUP_CONCURRENCY", "3")])
+        .await;
+    assert!(client.description().await.contains("c3_ping"));
+    let parallel = first_starts(&together, &names);
+    println!("FIGURE startup concurrency: starts at {serial:?} s with 1, {parallel:?} s with 3");
+    for pair in serial.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 1.4,
+            "overlapping handshakes: {serial:?}"
+        );
+    }
+    // All three began before the first could have answered.
+    assert!(parallel[2] < 1.4, "serialized with 3 slots: {parallel:?}");
+}
+
 // ---- a byte-stable description (issue 37) ----
 
 /// Business domains for generated catalogs: one server each.

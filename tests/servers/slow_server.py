@@ -16,7 +16,8 @@ differently from run to run):
                         and read-only hints (deterministic: the same control
                         gives the same list, byte for byte)
 
-Each start appends its pid to CONTROL_FILE.starts, so a test can count starts.
+Each start appends its pid to CONTROL_FILE.starts, so a test can count starts,
+and the time it began (seconds since the epoch) to CONTROL_FILE.times.
 Tools: every listed name answers "<name> <text>"; `pid` answers its pid.
 Standard library only.
 """
@@ -81,6 +82,7 @@ def generated(domain: str, count: int) -> list:
 
 
 def main() -> None:
+    began = time.time()
     control_path = sys.argv[1]
     try:
         with open(control_path) as f:
@@ -95,6 +97,8 @@ def main() -> None:
         earlier = 0
     with open(starts_path, "a") as f:
         f.write(f"{os.getpid()}\n")
+    with open(control_path + ".times", "a") as f:
+        f.write(f"{began}\n")
     if earlier < int(control.get("fail_first", 0)):
         sys.stderr.write(f"slow_server: failing start {earlier + 1} on purpose\n")
         sys.exit(3)

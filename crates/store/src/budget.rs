@@ -2,9 +2,10 @@
 //! reads the caller's saved helpers, leases and loads its session, and saves
 //! and releases it; against a stalled store each of those would wait its own
 //! timeout, and the call several. Inside [`one_call`], the store operations
-//! share what the longest store timeout allows (the time they waited so far
-//! counts against it), so a stalled store costs a call at most
-//! `CODEMCP_SESSION_STORE_TIMEOUT_MS` in all.
+//! share what the longest store timeout allows (the time they waited in vain
+//! so far counts against it; answers do not), so a stalled store costs a call
+//! at most `CODEMCP_SESSION_STORE_TIMEOUT_MS` in all, and one that answers
+//! is asked as often as the call needs.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,10 +13,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-/// What the store operations of one call waited so far.
+/// What the store operations of one call waited in vain so far.
 #[derive(Debug, Default)]
 struct Spent {
-    /// Time inside store operations, answered or not.
+    /// Time inside store operations that found no answer in time.
     waited: Duration,
     /// The longest timeout of the stores asked so far: the call's budget.
     budget: Duration,
@@ -53,7 +54,8 @@ pub(crate) fn allowance(timeout: Duration) -> Allowance {
     })
 }
 
-/// Counts `took` against the call's budget (outside a call: nothing).
+/// Counts `took`, a wait that found no answer, against the call's budget
+/// (outside a call: nothing).
 pub(crate) fn spend(took: Duration) {
     let _ = CALL.try_with(|spent| spent.lock().waited += took);
 }
