@@ -482,8 +482,8 @@ impl ServerHandler for Gateway {
                 .build(),
         )
         .with_server_info(Implementation::new("codemcp", env!("CARGO_PKG_VERSION")))
-        // Also `server/discover`'s (rmcp builds it from here). Servers still
-        // connecting are named: `initialize` does not wait for them.
+        // Also `server/discover`'s (rmcp builds it from here). A pure function
+        // of the configured catalog: `initialize` does not wait for servers.
         .with_instructions(
             self.shared
                 .catalog
