@@ -22,6 +22,9 @@ pub struct Outline {
     /// Code whose answer Monty gives differently without failing (see
     /// [`silent_difference`]): the router sends it to CPython first.
     pub differs_on_monty: Option<String>,
+    /// Code whose meaning depends on lazy iteration, which Monty does not
+    /// have (see [`crate::laziness`]): it must never run on Monty.
+    pub needs_laziness: Option<String>,
 }
 
 /// The outline of `code` parsed as `body` (see `crate::facts::Facts`, which
@@ -34,6 +37,7 @@ pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
     let mut outline = Outline {
         imports: imports.modules,
         differs_on_monty: silent.found,
+        needs_laziness: crate::laziness::needs_laziness(body, code),
         ..Outline::default()
     };
     top_level(body, code, &mut outline);
