@@ -27,179 +27,45 @@ use crate::syntax::MAX_NESTING;
 
 /// Builtins whose call has no effect beyond its value (and, at worst, an
 /// exception): computing them early or late gives the same answer.
+#[rustfmt::skip]
 const PURE_BUILTINS: &[&str] = &[
-    "abs",
-    "all",
-    "any",
-    "ascii",
-    "bin",
-    "bool",
-    "bytes",
-    "callable",
-    "chr",
-    "complex",
-    "dict",
-    "divmod",
-    "enumerate",
-    "filter",
-    "float",
-    "format",
-    "frozenset",
-    "getattr",
-    "hasattr",
-    "hash",
-    "hex",
-    "int",
-    "isinstance",
-    "issubclass",
-    "iter",
-    "len",
-    "list",
-    "map",
-    "max",
-    "min",
-    "oct",
-    "ord",
-    "pow",
-    "range",
-    "repr",
-    "reversed",
-    "round",
-    "set",
-    "slice",
-    "sorted",
-    "str",
-    "sum",
-    "tuple",
-    "type",
-    "zip",
+    "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "dict",
+    "divmod", "enumerate", "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash",
+    "hex", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "oct",
+    "ord", "pow", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum",
+    "tuple", "type", "zip",
 ];
 
 /// Methods of builtin values (and functions of the standard modules below)
 /// that only read: `s.lower()`, `d.get(k)`, `re.match(p, s)`.
+#[rustfmt::skip]
 const PURE_METHODS: &[&str] = &[
-    "as_integer_ratio",
-    "bit_length",
-    "capitalize",
-    "casefold",
-    "center",
-    "conjugate",
-    "copy",
-    "count",
-    "date",
-    "decode",
-    "encode",
-    "end",
-    "endswith",
-    "find",
-    "findall",
-    "format",
-    "fromisoformat",
-    "fullmatch",
-    "get",
-    "group",
-    "groupdict",
-    "groups",
-    "hex",
-    "index",
-    "isalnum",
-    "isalpha",
-    "isascii",
-    "isdecimal",
-    "isdigit",
-    "isidentifier",
-    "islower",
-    "isnumeric",
-    "isoformat",
-    "isspace",
-    "istitle",
-    "isupper",
-    "is_integer",
-    "items",
-    "join",
-    "keys",
-    "ljust",
-    "lower",
-    "lstrip",
-    "match",
-    "partition",
-    "removeprefix",
-    "removesuffix",
-    "replace",
-    "rfind",
-    "rindex",
-    "rjust",
-    "rpartition",
-    "rsplit",
-    "rstrip",
-    "search",
-    "span",
-    "split",
-    "splitlines",
-    "start",
-    "startswith",
-    "strftime",
-    "strip",
-    "swapcase",
-    "time",
-    "timestamp",
-    "title",
-    "total_seconds",
-    "upper",
-    "values",
-    "weekday",
-    "zfill",
+    "as_integer_ratio", "as_posix", "bit_length", "capitalize", "casefold", "center", "conjugate",
+    "copy", "count", "date", "decode", "encode", "end", "endswith", "exists", "find", "findall",
+    "format", "fromisoformat", "fullmatch", "get", "group", "groupdict", "groups", "hex", "index",
+    "is_absolute", "is_dir", "is_file", "is_integer", "isalnum", "isalpha", "isascii", "isdecimal",
+    "isdigit", "isidentifier", "islower", "isnumeric", "isoformat", "isspace", "istitle", "isupper",
+    "items", "join", "joinpath", "keys", "ljust", "lower", "lstrip", "match", "partition",
+    "relative_to", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
+    "rpartition", "rsplit", "rstrip", "search", "span", "split", "splitlines", "start",
+    "startswith", "strftime", "strip", "swapcase", "time", "timestamp", "title", "total_seconds",
+    "upper", "values", "weekday", "with_name", "with_suffix", "zfill",
 ];
 
 /// Standard modules whose functions only compute (`random` is not one: its
 /// draws depend on how many came before).
+#[rustfmt::skip]
 const PURE_MODULES: &[&str] = &[
-    "base64",
-    "bisect",
-    "datetime",
-    "decimal",
-    "fractions",
-    "functools",
-    "hashlib",
-    "json",
-    "math",
-    "operator",
-    "re",
-    "statistics",
-    "string",
-    "textwrap",
-    "unicodedata",
+    "base64", "bisect", "datetime", "decimal", "fractions", "functools", "hashlib", "json", "math",
+    "operator", "re", "statistics", "string", "textwrap", "unicodedata",
 ];
 
 /// Consumers that take every item before anything else happens.
+#[rustfmt::skip]
 const FULL_CONSUMERS: &[&str] = &[
-    "Counter",
-    "deque",
-    "dict",
-    "frozenset",
-    "list",
-    "max",
-    "min",
-    "print",
-    "set",
-    "sorted",
-    "sum",
-    "tuple",
-    "fsum",
-    "prod",
-    "mean",
-    "median",
-    "fromkeys",
-    "join",
-    "extend",
-    "update",
-    "union",
-    "intersection",
-    "difference",
-    "symmetric_difference",
-    "writerows",
-    "OrderedDict",
-    "defaultdict",
+    "Counter", "OrderedDict", "defaultdict", "deque", "dict", "difference", "extend", "fromkeys",
+    "frozenset", "fsum", "intersection", "join", "list", "max", "mean", "median", "min", "print",
+    "prod", "set", "sorted", "sum", "symmetric_difference", "tuple", "union", "update", "writerows",
 ];
 
 /// Producers Monty makes eagerly, by the builtin's name.
@@ -477,9 +343,11 @@ fn effectful(names: &Names, expr: &Expr) -> bool {
     }
 }
 
-/// A function passed by name that is a pure builtin or method reference.
+/// A function passed by name that is a pure builtin, or `None` (`filter`'s
+/// "keep what is true").
 fn is_pure_value(expr: &Expr) -> bool {
-    matches!(expr, Expr::Name(n) if PURE_BUILTINS.contains(&n.id.as_str()))
+    matches!(expr, Expr::NoneLiteral(_))
+        || matches!(expr, Expr::Name(n) if PURE_BUILTINS.contains(&n.id.as_str()))
 }
 
 /// An iterable whose items come lazily in CPython and matter: an infinite
@@ -522,7 +390,7 @@ impl Finder<'_> {
         {
             self.flag(
                 expr.range(),
-                format!("{kind} whose items call something, {how}"),
+                format!("{kind} whose items have effects or never end, {how}"),
             );
         }
     }

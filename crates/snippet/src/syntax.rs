@@ -110,8 +110,9 @@ impl Imports {
 
 /// Constructs Monty runs to a different answer than CPython, seen in the
 /// source: a generator expression kept in a variable (Monty's can be
-/// iterated again), `id()` (distinct objects can share one) and
-/// `sys.platform` (`"monty"`).
+/// iterated again), `id()` (distinct objects can share one),
+/// `sys.platform` (`"monty"`) and `__file__` (`"/main.py"`; CPython's
+/// worker runs code that is in no file).
 #[derive(Default)]
 struct SilentDifferences {
     found: Option<String>,
@@ -138,6 +139,9 @@ impl<'a> Visitor<'a> for SilentDifferences {
         match expr {
             Expr::Call(call) if matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "id") => {
                 self.found = Some("id()".into());
+            }
+            Expr::Name(name) if name.id.as_str() == "__file__" => {
+                self.found = Some("__file__".into());
             }
             Expr::Attribute(attr)
                 if attr.attr.as_str() == "platform"
@@ -270,6 +274,7 @@ mod tests {
             "g = (x for x in range(3))\nlist(g)",
             "def f():\n    return id([])\nf()",
             "import sys\nprint(sys.platform)",
+            "from pathlib import Path\nprint(Path(__file__).name)",
         ] {
             assert!(outline(code).differs_on_monty.is_some(), "{code}");
         }

@@ -106,3 +106,14 @@ fn hostile_nesting_is_bounded() {
         .expect("no panic");
     assert!(found.is_some(), "{code}");
 }
+
+#[test]
+fn montys_own_arity_checks_and_path_reads_stay() {
+    for code in [
+        "filter(None, 42)",
+        "try:\n    map(None)\nexcept TypeError as e:\n    pass",
+        "from pathlib import Path\nassert all(not p.is_absolute() for p in Path('.').iterdir())",
+    ] {
+        assert_eq!(found(code), None, "{code}");
+    }
+}
