@@ -23,7 +23,7 @@ print(hit["id"] if hit else None)
 checked = []
 def is_vip(user_id):
     checked.append(user_id)
-    return odd_fetch_user_profile(userId=user_id)["name"].startswith("B")
+    return odd_fetch_user_profile(userId=user_id)["name"].endswith("2")
 print(any(is_vip(u) for u in [1, 2, 3, 4]), checked)
 
 # === all_with_side_effect_stops_early
