@@ -258,7 +258,7 @@ fn the_laziness_rule_keeps_montys_own_programs_and_eager_idioms_on_monty() {
     assert!(outside.is_empty(), "{outside:#?}");
 }
 
-/// The snippets of tests/differential/laziness.py that depend on laziness.
+/// The snippets of the corpus that depend on laziness.
 const LAZY_SNIPPETS: &[&str] = &[
     "first_match_next",
     "first_match_next_no_default",
@@ -274,4 +274,8 @@ const LAZY_SNIPPETS: &[&str] = &[
     "first_match_in_comprehension",
     "returned_generator",
     "next_of_zip_and_enumerate",
+    // tests/differential/agent_tasks.py
+    "find_first_big_order",
+    "first_profile_with_email",
+    "any_expensive_check_stops",
 ];

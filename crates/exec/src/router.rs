@@ -268,7 +268,8 @@ impl Router {
             "Monty computes generator expressions, map(), filter(), zip(), enumerate() and reversed() \
              in full, at once. Rewrite with a for loop that breaks at the first match (first = None; \
              for x in xs: if p(x): first = x; break), or a list comprehension when every item is \
-             needed anyway. {}",
+             needed anyway; over items that call nothing, next(iter([x for x in xs if p(x)]), None) \
+             runs on Monty. {}",
             self.no_fallback_hint
         );
         Execution {
