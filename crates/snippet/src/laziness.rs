@@ -101,6 +101,9 @@ struct Names {
     producers: HashSet<String>,
     /// The snippet's functions whose bodies call only pure things.
     pure_functions: HashSet<String>,
+    /// Every function and method name the snippet defines: `obj.get(k)`
+    /// is the snippet's own `get` when it defines one.
+    defined: HashSet<String>,
 }
 
 impl<'a> Visitor<'a> for Names {
@@ -148,6 +151,7 @@ impl Names {
     fn settle_pure_functions(&mut self, body: &[Stmt]) {
         let mut defs = Vec::new();
         collect_defs(body, &mut defs, 0);
+        self.defined = defs.iter().map(|(name, _)| (*name).to_owned()).collect();
         for _ in 0..4 {
             let before = self.pure_functions.len();
             for (name, body) in &defs {
@@ -184,6 +188,9 @@ impl Names {
                 PURE_BUILTINS.contains(&name)
                     || self.pure_functions.contains(name)
                     || self.from_itertools.contains_key(name)
+            }
+            Expr::Attribute(attr) if self.defined.contains(attr.attr.as_str()) => {
+                self.pure_functions.contains(attr.attr.as_str())
             }
             Expr::Attribute(attr) => {
                 PURE_METHODS.contains(&attr.attr.as_str())

@@ -39,6 +39,7 @@ fn early_stops_over_items_with_effects_are_found() {
         "[print(v) for v in (fetch(i) for i in ids)]",
         "sum(f(y) for y in (fetch(i) for i in ids))",
         "def stop(x):\n    return any(odd_check(v) for v in x)\nok = stop([1])",
+        "class Repo:\n    def get(self, k):\n        return odd_v2_lookup(key=k)\nr = Repo()\nany(r.get(k) for k in ks)",
     ] {
         assert!(found(code).is_some(), "{code}");
     }
