@@ -141,3 +141,8 @@ print(next(it), list(it))
 # === any_raises_after_the_stop
 # differs: an exception from an item after an early stop
 print(any(10 / x > 1 for x in [1, 0]))
+
+# === next_of_a_function_returning_a_generator
+def evens(xs):
+    return (x for x in xs if x % 2 == 0)
+print(next(evens([1, 3, 4, 6])), next(evens([1]), "none"))

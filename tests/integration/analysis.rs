@@ -274,6 +274,7 @@ const LAZY_SNIPPETS: &[&str] = &[
     "first_match_in_comprehension",
     "returned_generator",
     "next_of_zip_and_enumerate",
+    "next_of_a_function_returning_a_generator",
     // tests/differential/agent_tasks.py
     "find_first_big_order",
     "first_profile_with_email",

@@ -104,6 +104,11 @@ struct Names {
     /// Every function and method name the snippet defines: `obj.get(k)`
     /// is the snippet's own `get` when it defines one.
     defined: HashSet<String>,
+    /// The snippet's functions that return a producer (`return (x for …)`).
+    returns_producer: HashSet<String>,
+    /// Names an assignment gives the value of a call of a plain name
+    /// (`g = evens(xs)`), by the function called.
+    assigned_calls: HashMap<String, String>,
 }
 
 impl<'a> Visitor<'a> for Names {
@@ -137,6 +142,18 @@ impl<'a> Visitor<'a> for Names {
                     }
                 }
             }
+            Stmt::Assign(assign) => {
+                if let Expr::Call(call) = &*assign.value
+                    && let Expr::Name(function) = &*call.func
+                {
+                    for target in &assign.targets {
+                        if let Expr::Name(name) = target {
+                            self.assigned_calls
+                                .insert(name.id.to_string(), function.id.to_string());
+                        }
+                    }
+                }
+            }
             _ => {}
         }
         visitor::walk_stmt(self, stmt);
@@ -152,6 +169,11 @@ impl Names {
         let mut defs = Vec::new();
         collect_defs(body, &mut defs, 0);
         self.defined = defs.iter().map(|(name, _)| (*name).to_owned()).collect();
+        self.returns_producer = defs
+            .iter()
+            .filter(|(_, body)| returns_a_producer(body, 0))
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
         for _ in 0..4 {
             let before = self.pure_functions.len();
             for (name, body) in &defs {
@@ -214,6 +236,33 @@ impl Names {
             _ => matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "iter") && args == 2,
         }
     }
+}
+
+/// Whether a function body returns a producer (not counting nested
+/// functions' returns).
+fn returns_a_producer(body: &[Stmt], depth: usize) -> bool {
+    if depth > MAX_NESTING {
+        return false;
+    }
+    body.iter().any(|stmt| match stmt {
+        Stmt::Return(ret) => ret.value.as_deref().and_then(producer).is_some(),
+        Stmt::If(if_) => {
+            returns_a_producer(&if_.body, depth + 1)
+                || if_
+                    .elif_else_clauses
+                    .iter()
+                    .any(|c| returns_a_producer(&c.body, depth + 1))
+        }
+        Stmt::For(for_) => returns_a_producer(&for_.body, depth + 1),
+        Stmt::While(while_) => returns_a_producer(&while_.body, depth + 1),
+        Stmt::With(with) => returns_a_producer(&with.body, depth + 1),
+        Stmt::Try(try_) => {
+            returns_a_producer(&try_.body, depth + 1)
+                || returns_a_producer(&try_.orelse, depth + 1)
+                || returns_a_producer(&try_.finalbody, depth + 1)
+        }
+        _ => false,
+    })
 }
 
 fn collect_defs<'a>(body: &'a [Stmt], defs: &mut Vec<(&'a str, &'a [Stmt])>, depth: usize) {
@@ -428,8 +477,24 @@ impl Finder<'_> {
                             call.range(),
                             format!("next() of {kind}, which Monty makes a list, not an iterator"),
                         );
+                    } else if let Expr::Call(inner) = first
+                        && let Expr::Name(function) = &*inner.func
+                        && self.names.returns_producer.contains(function.id.as_str())
+                    {
+                        self.flag(
+                            call.range(),
+                            format!(
+                                "next() of {}(), which returns what Monty makes a list",
+                                function.id
+                            ),
+                        );
                     } else if let Expr::Name(name) = first
-                        && self.names.producers.contains(name.id.as_str())
+                        && (self.names.producers.contains(name.id.as_str())
+                            || self
+                                .names
+                                .assigned_calls
+                                .get(name.id.as_str())
+                                .is_some_and(|f| self.names.returns_producer.contains(f)))
                     {
                         self.flag(
                             call.range(),

@@ -16,6 +16,8 @@ fn asking_for_an_iterator_of_an_eager_producer_is_found() {
         "def first(xs):\n    return next(x for x in xs if x)",
         "rows = sorted(xs, key=lambda x: next(t for t in x['tags']))",
         "[next(y for y in ys if y > x) for x in xs]",
+        "def evens(xs):\n    return (x for x in xs if x % 2 == 0)\nprint(next(evens([1, 2])))",
+        "def evens(xs):\n    return filter(lambda x: x % 2 == 0, xs)\ng = evens([1, 2])\nprint(next(g))",
     ] {
         assert!(found(code).is_some(), "{code}");
     }
