@@ -260,8 +260,6 @@ fn the_laziness_rule_keeps_montys_own_programs_and_eager_idioms_on_monty() {
 
 /// The snippets of the corpus that depend on laziness.
 const LAZY_SNIPPETS: &[&str] = &[
-    "first_match_next",
-    "first_match_next_no_default",
     "first_match_filter",
     "any_with_tool_calls_stops_early",
     "all_with_side_effect_stops_early",
@@ -270,13 +268,10 @@ const LAZY_SNIPPETS: &[&str] = &[
     "zip_shorter_partner",
     "islice_over_count",
     "takewhile_over_calls",
-    "first_match_in_sorted_key",
-    "first_match_in_comprehension",
     "returned_generator",
     "next_of_zip_and_enumerate",
     "next_of_a_function_returning_a_generator",
     // tests/differential/agent_tasks.py
-    "find_first_big_order",
     "first_profile_with_email",
     "any_expensive_check_stops",
 ];

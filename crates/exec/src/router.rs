@@ -221,9 +221,18 @@ impl Router {
                 .escalate(fallback, session, (run, outline), tools, control, reason)
                 .await;
         }
+        // What Monty runs: the code, or its equivalent where Monty lacks the
+        // construct as written (CPython, on escalation, gets the code).
+        let on_monty = match &outline.eager_equivalent {
+            Some(code) => Run {
+                code: code.clone(),
+                ..run.clone()
+            },
+            None => run.clone(),
+        };
         let mut execution = self
             .monty
-            .run(session, run.clone(), tools.clone(), control.clone())
+            .run(session, on_monty, tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
             self.carried().entry(session).or_default().add(outline);

@@ -71,9 +71,20 @@ const FULL_CONSUMERS: &[&str] = &[
 /// Producers Monty makes eagerly, by the builtin's name.
 const PRODUCERS: &[&str] = &["map", "filter", "zip", "enumerate", "reversed"];
 
-/// What in `body` depends on lazy iteration, as a phrase with its line
-/// (`None` when nothing does).
-pub fn needs_laziness(body: &[Stmt], code: &str) -> Option<String> {
+/// What lazy iteration means for a snippet.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Laziness {
+    /// What depends on it, as a phrase with its line: must not run on Monty.
+    pub needed: Option<String>,
+    /// The snippet with each `next()` of a generator expression whose items
+    /// call nothing with an effect written as `next(iter([...]))`, which
+    /// Monty runs to the same answer; `None` when there is none (or
+    /// laziness is needed anyway).
+    pub eager_equivalent: Option<String>,
+}
+
+/// What in `body` (parsed from `code`) depends on lazy iteration.
+pub fn laziness(body: &[Stmt], code: &str) -> Laziness {
     let mut names = Names::default();
     names.visit_body(body);
     names.settle_pure_functions(body);
@@ -83,9 +94,37 @@ pub fn needs_laziness(body: &[Stmt], code: &str) -> Option<String> {
         found: None,
         depth: 0,
         code,
+        // Call sites in async code are found by their offsets, which a
+        // rewrite would move.
+        rewrites: (!crate::call_sites::may_use_async(code)).then(Vec::new),
     };
     finder.visit_body(body);
-    finder.found
+    let rewrites = finder.rewrites.take().unwrap_or_default();
+    if finder.found.is_some() || rewrites.is_empty() {
+        return Laziness {
+            needed: finder.found,
+            eager_equivalent: None,
+        };
+    }
+    match equivalent::rewritten(code, rewrites) {
+        Some(eager) => Laziness {
+            needed: None,
+            eager_equivalent: Some(eager),
+        },
+        None => Laziness {
+            needed: Some(
+                "next() of generator expressions nested in each other, which Monty makes lists"
+                    .into(),
+            ),
+            eager_equivalent: None,
+        },
+    }
+}
+
+/// What in `body` depends on lazy iteration, as a phrase with its line
+/// (`None` when nothing does or Monty runs an equivalent).
+pub fn needs_laziness(body: &[Stmt], code: &str) -> Option<String> {
+    laziness(body, code).needed
 }
 
 /// What the snippet binds that the judgement needs.
@@ -419,6 +458,9 @@ struct Finder<'n> {
     found: Option<String>,
     depth: usize,
     code: &'n str,
+    /// Generator expressions given to `next()` that Monty runs as
+    /// `next(iter([...]))` (none: every such `next()` is flagged).
+    rewrites: Option<Vec<Generator>>,
 }
 
 impl Finder<'_> {
@@ -472,7 +514,15 @@ impl Finder<'_> {
             (Some("next"), None) if matches!(&*call.func, Expr::Name(_)) => {
                 if let Some(first) = args.first() {
                     self.handled.insert(first.range());
-                    if let Some(kind) = producer(first) {
+                    if let Expr::Generator(generator) = first
+                        && let Some(rewrites) = self.rewrites.as_mut()
+                        && !effectful(self.names, first)
+                    {
+                        rewrites.push(Generator {
+                            range: generator.range(),
+                            parenthesized: generator.parenthesized,
+                        });
+                    } else if let Some(kind) = producer(first) {
                         self.flag(
                             call.range(),
                             format!("next() of {kind}, which Monty makes a list, not an iterator"),
@@ -635,6 +685,9 @@ impl<'a> Visitor<'a> for Finder<'_> {
         self.depth -= 1;
     }
 }
+
+mod equivalent;
+use equivalent::Generator;
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,9 @@ pub struct Outline {
     /// Code whose meaning depends on lazy iteration, which Monty does not
     /// have (see [`crate::laziness`]): it must never run on Monty.
     pub needs_laziness: Option<String>,
+    /// The code as Monty runs it to CPython's answer, when that differs
+    /// from the code as written (see [`crate::laziness::Laziness`]).
+    pub eager_equivalent: Option<String>,
 }
 
 /// The outline of `code` parsed as `body` (see `crate::facts::Facts`, which
@@ -37,9 +40,11 @@ pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
     let mut outline = Outline {
         imports: imports.modules,
         differs_on_monty: silent.found,
-        needs_laziness: crate::laziness::needs_laziness(body, code),
         ..Outline::default()
     };
+    let laziness = crate::laziness::laziness(body, code);
+    outline.needs_laziness = laziness.needed;
+    outline.eager_equivalent = laziness.eager_equivalent;
     top_level(body, code, &mut outline);
     outline
 }

@@ -8,14 +8,15 @@ fn found(code: &str) -> Option<String> {
 #[test]
 fn asking_for_an_iterator_of_an_eager_producer_is_found() {
     for code in [
-        "first = next(x for x in xs if x > 1)",
-        "first = next((o for o in orders if o['id'] == 3), None)",
+        "first = next(fetch(x) for x in xs if x > 1)",
+        "first = next((odd_get(o) for o in ids if o > 3), None)",
         "print(next(map(str, xs)))",
         "hit = next(filter(lambda o: o['ok'], orders), None)",
         "pairs = zip(a, b)\nprint(next(pairs))",
-        "def first(xs):\n    return next(x for x in xs if x)",
-        "rows = sorted(xs, key=lambda x: next(t for t in x['tags']))",
-        "[next(y for y in ys if y > x) for x in xs]",
+        "def first(xs):\n    return next(x for x in xs if check(x))",
+        "rows = sorted(xs, key=lambda x: next(odd_tag(t) for t in x['tags']))",
+        "[next(y for y in ys if odd_ok(y, x)) for x in xs]",
+        "import asyncio\nfirst = next(x for x in xs if x > 1)",
         "def evens(xs):\n    return (x for x in xs if x % 2 == 0)\nprint(next(evens([1, 2])))",
         "def evens(xs):\n    return filter(lambda x: x % 2 == 0, xs)\ng = evens([1, 2])\nprint(next(g))",
     ] {
@@ -82,6 +83,9 @@ fn what_every_item_is_computed_for_anyway_stays() {
         "import re\nprint(any(re.match('a', s) for s in names))",
         "for i in range(3):\n    print(next(iter([i])))",
         "g = (x for x in range(3))",
+        "first = next((o for o in orders if o['id'] == 3), None)",
+        "rows = sorted(xs, key=lambda x: next(t for t in x['tags']))",
+        "[next(y for y in ys if y > x) for x in xs]",
     ] {
         assert_eq!(found(code), None, "{code}");
     }
@@ -89,7 +93,7 @@ fn what_every_item_is_computed_for_anyway_stays() {
 
 #[test]
 fn the_finding_names_the_construct_and_its_line() {
-    let what = found("x = 1\ny = next(v for v in [x])").unwrap_or_default();
+    let what = found("x = 1\ny = next(f(v) for v in [x])").unwrap_or_default();
     assert!(
         what.starts_with("next() of a generator expression"),
         "{what}"
