@@ -8,6 +8,7 @@ pub mod call_sites;
 pub mod cpython_tables;
 pub mod facts;
 pub mod imports;
+pub mod laziness;
 pub mod preflight;
 pub mod syntax;
 
