@@ -237,6 +237,7 @@ async fn serve_from_empty_home(
     setup: &Setup,
     home: &std::path::Path,
     files: &str,
+    path: &str,
 ) -> (tokio::process::Child, String, Duration, String) {
     use tokio::io::AsyncBufReadExt;
     let started = Instant::now();
@@ -246,8 +247,7 @@ async fn serve_from_empty_home(
         .args(["serve", "--http", "127.0.0.1:0"])
         .env_clear()
         .env("HOME", home)
-        // No `monty` on this PATH or beside the test's codemcp.
-        .env("PATH", "/usr/bin:/bin")
+        .env("PATH", path)
         .env("CODEMCP_PYPI_FILES", files)
         .env("CODEMCP_FALLBACK", "none")
         .env("CODEMCP_LOG", "info")
@@ -299,7 +299,27 @@ async fn serve_http_from_an_empty_home_provisions_the_pinned_monty_worker_and_ru
     let files = files_host(format!("/{}", pin.path), wheel).await;
     let setup = Setup::new(json!({}));
     let home = tempfile::tempdir().unwrap();
-    let (mut child, url, cold, log) = serve_from_empty_home(&setup, home.path(), &files).await;
+    // On PATH only a `monty` of another Monty, which must be passed over
+    // (nothing is beside the test's codemcp).
+    let other = setup.dir.path().join("other-monty");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("monty"),
+        "#!/bin/sh\necho 'monty-runtime 1.3.0'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        other.join("monty"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", other.display());
+    let (mut child, url, cold, log) =
+        serve_from_empty_home(&setup, home.path(), &files, &path).await;
+    assert!(
+        log.contains("passing over a Monty worker of another Monty"),
+        "{log}"
+    );
     assert!(log.contains("provisioning the Monty pool worker"), "{log}");
     let worker = monty_worker::home(&home.path().join(".local/share/codemcp"), pin).join("monty");
     assert!(worker.is_file(), "{log}");
@@ -313,7 +333,7 @@ async fn serve_http_from_an_empty_home_provisions_the_pinned_monty_worker_and_ru
     // The second start reuses the provisioned worker: nothing to download
     // (the files host is gone too).
     let (mut child, url, warm, log) =
-        serve_from_empty_home(&setup, home.path(), "http://127.0.0.1:9").await;
+        serve_from_empty_home(&setup, home.path(), "http://127.0.0.1:9", "/usr/bin:/bin").await;
     assert!(!log.contains("provisioning"), "{log}");
     let client = support::http_connect(&url).await;
     let ran = support::http_exec(&client, "1 + 1").await;

@@ -156,17 +156,18 @@ fn print_policies(catalog: &Catalog, settings: &Settings) {
 /// beside codemcp or on PATH, provisioned, or missing), and its Monty: it
 /// runs once, bounded, to see that it works. Nothing is downloaded here.
 async fn print_monty_worker(settings: &Settings) {
-    use crate::exec::monty::pool::worker_binary;
+    use crate::exec::monty::pool::{PoolStartError, worker_binary};
     let configured = settings.monty.monty_bin.as_deref();
     let worker = match worker_binary::choose(configured, None).await {
         Ok(worker) => worker,
-        Err(e) => {
+        Err(PoolStartError::NoBinary { looked }) => {
             return println!(
-                "monty worker: missing ({e}); the first `serve --http` provisions it, or now: `codemcp setup pool`"
+                "monty worker: missing ({looked}); the first `serve --http` provisions the pinned one, or now: `codemcp setup pool`"
             );
         }
+        Err(e) => return println!("monty worker: NOT usable: {e}"),
     };
-    let which = format!("{}, {}", worker.binary.display(), worker.source.describe());
+    let which = worker.to_string();
     match worker_binary::probe(&worker.binary).await {
         Ok(version) => println!("monty worker: {which}, Monty {version} (usable)"),
         Err(e) => println!("monty worker: {which} (NOT usable: {e})"),

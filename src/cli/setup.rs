@@ -58,10 +58,11 @@ pub(super) async fn setup_pool(settings: &Settings) -> Result<ExitCode, String> 
     .await
     .map_err(|e| e.to_string())?;
     let version = worker_binary::probe(&worker.binary).await?;
+    // The path last: scripts/install-monty-worker.sh takes what follows ": ".
     println!(
-        "monty worker: {} ({}), Monty {version}",
-        worker.binary.display(),
-        worker.source.describe()
+        "monty worker (Monty {version}), {}: {}",
+        worker.source.describe(),
+        worker.binary.display()
     );
     Ok(ExitCode::SUCCESS)
 }

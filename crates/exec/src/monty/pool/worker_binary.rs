@@ -75,10 +75,10 @@ impl WorkerSource {
     pub fn describe(self) -> &'static str {
         match self {
             Self::Configured => "configured (CODEMCP_MONTY_BIN)",
-            Self::BuiltIn => "built in (codemcp itself, `codemcp subprocess`)",
+            Self::BuiltIn => "built in",
             Self::Beside => "installed beside codemcp",
             Self::OnPath => "found on PATH",
-            Self::Provisioned => "provisioned (the pinned pydantic-monty-runtime wheel)",
+            Self::Provisioned => "provisioned from the pinned pydantic-monty-runtime wheel",
         }
     }
 }
@@ -88,6 +88,16 @@ impl WorkerSource {
 pub struct Worker {
     pub binary: PathBuf,
     pub source: WorkerSource,
+}
+
+impl std::fmt::Display for Worker {
+    /// `codemcp itself (built in)`, or where the binary came from and its path.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.source {
+            WorkerSource::BuiltIn => write!(f, "codemcp itself (built in, `codemcp subprocess`)"),
+            source => write!(f, "{}: {}", source.describe(), self.binary.display()),
+        }
+    }
 }
 
 /// The fixes named when there is no worker.
