@@ -234,6 +234,30 @@ async fn a_tampered_installed_worker_is_never_reused() {
     assert_eq!(entries, 1, "the tampered copy is gone");
 }
 
+#[tokio::test]
+async fn a_redirect_to_another_host_is_checked_against_the_pin_all_the_same() {
+    let wheel = fake_wheel();
+    let pin = pin_of(&wheel);
+    let mut tampered = wheel.clone();
+    tampered[60] ^= 0x01;
+    // The files host sends the client to another host, which serves other bytes.
+    let elsewhere = host(Answer::ok(&tampered)).await;
+    let redirecting = host(Answer::redirect(format!("{}/{WHEEL_PATH}", elsewhere.url))).await;
+    let dirs = dirs();
+    let err = provision_from(&dirs, &redirecting, pin).await.unwrap_err();
+    assert!(
+        matches!(err, ProvisionError::Fetch(FetchError::Digest { .. })),
+        "{err}"
+    );
+    assert_eq!(elsewhere.hits(), 1, "the redirect was followed");
+    assert!(nothing_installed(&dirs));
+    // The same redirect to the right bytes provisions.
+    let good = host(Answer::ok(&wheel)).await;
+    let redirecting = host(Answer::redirect(format!("{}/{WHEEL_PATH}", good.url))).await;
+    let got = provision_from(&dirs, &redirecting, pin).await.unwrap();
+    assert_eq!(std::fs::read(&got.binary).unwrap(), PROGRAM);
+}
+
 #[test]
 fn the_linked_montys_wheel_is_pinned_and_another_version_is_not() {
     let pin = pin("1.4.0").unwrap();
