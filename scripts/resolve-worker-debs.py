@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Prints the pinned .debs of codemcp's worker image as Rust table rows for
-crates/exec/src/worker/image/debs.rs: for each `package=version` on the command line,
+"""Prints the pinned .debs of codemcp's worker image as rows of
+crates/image/recipe/ARCH.debs: for each `package=version` on the command line,
 the pool path, size and SHA-256 from a Debian `Packages` index (decompressed).
+The `ldconfig` row (libc-bin) is the same with its first word changed.
 
 A maintainer's tool for updating the recipe, not run at build time: the binary
 carries the rows and needs no apt index.
 
-Usage: scripts/resolve-worker-debs.py Packages-amd64 pkg=ver ... > rows.rs
+Usage: scripts/resolve-worker-debs.py Packages-amd64 pkg=ver ... > rows
   (Packages from $MIRROR/dists/forky/main/binary-ARCH/Packages.xz)
 """
 import sys
@@ -39,7 +40,7 @@ def main():
         sys.exit(f"not in {index}: " + ", ".join(f"{m}={wanted[m]}" for m in missing))
     for name in wanted:
         f = found[name]
-        print(f'    deb("{name}", "{f["Version"]}", "{f["Filename"]}", {f["Size"]}, "{f["SHA256"]}"),')
+        print(f'root {name} {f["Version"]} {f["Size"]} {f["SHA256"]} {f["Filename"]}')
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ use crate::config::{
     SessionSettings, Settings,
 };
 use crate::exec::Engine;
-use crate::exec::monty::pool::{PoolEngine, find_worker_binary};
+use crate::exec::monty::pool::{PoolEngine, find_worker_binary, worker_binary};
 use crate::exec::monty::{MontyEngine, MontyLimits};
 use crate::exec::router::Router;
 use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
@@ -64,7 +64,7 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
     let engine: Arc<dyn Engine> = match cpython.isolation {
         Isolation::Monty => {
             let limits = monty_limits(limits, sessions, monty);
-            let primary = monty_engine(limits, monty, transport).await?;
+            let primary = monty_engine(limits, monty, &cpython.pypi_files, transport).await?;
             let (fallback, hint) = fallback(cpython, workers).await?;
             Arc::new(Router::new(primary, fallback, hint))
         }
@@ -181,6 +181,7 @@ fn monty_limits(run: &RunLimits, sessions: &SessionSettings, monty: &MontySettin
 async fn monty_engine(
     limits: MontyLimits,
     monty: &MontySettings,
+    pypi_files: &str,
     transport: Transport,
 ) -> Result<Arc<dyn Engine>, ExecError> {
     let default = match transport {
@@ -197,9 +198,11 @@ async fn monty_engine(
             })
         }
         MontyPlacement::Pool => {
-            let binary = find_worker_binary(monty.monty_bin.as_deref())
+            // Provisioned here on the first start without a worker.
+            let worker = worker_binary::choose(monty.monty_bin.as_deref(), Some(pypi_files))
+                .await
                 .map_err(|e| ExecError::MontyPool(e.to_string()))?;
-            let pool = PoolEngine::start(limits, binary, monty.monty_workers)
+            let pool = PoolEngine::start(limits, worker.binary, monty.monty_workers)
                 .await
                 .map_err(|e| ExecError::MontyPool(e.to_string()))?;
             Arc::new(pool)

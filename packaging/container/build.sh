@@ -14,7 +14,7 @@
 # CODEMCP_CONFIG (see docs). No CPython fallback inside (CODEMCP_FALLBACK=none).
 #
 # Usage: packaging/container/build.sh [IMAGE]   (default codemcp:$VERSION; also tagged codemcp:latest)
-# Env: CODEMCP_BIN, CODEMCP_DEBIAN_MIRROR, CODEMCP_GATEWAY_MONTY (pypi|none, default pypi)
+# Env: CODEMCP_BIN, CODEMCP_DEBIAN_MIRROR, CODEMCP_PYPI_FILES, CODEMCP_GATEWAY_MONTY (pypi|none, default pypi)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 need_binary
@@ -22,9 +22,9 @@ IMAGE="${1:-codemcp:$VERSION}"
 SUITE=bookworm
 DEBS=(libc6=2.36-9+deb12u14 libgcc-s1=12.2.0-14+deb12u1 gcc-12-base=12.2.0-14+deb12u1
   ca-certificates=20250419~deb12u2 tini=0.19.0-1+b3)
-# Keep in step with scripts/install-monty-worker.sh and crates/exec/src/monty/pool.
-MONTY_WHEEL="pydantic-monty-runtime==1.4.0"
-MONTY_WHEEL_SHA256_x86_64=ff6301049a8e2f3407188dd174a749f2f2af6f82a2bc993c707dbebf44dcf651
+# The Monty worker wheel: the same pins the binary provisions from (one table,
+# crates/image/recipe/wheels.pins: name version machine size sha256 path).
+MONTY_PINS="$PKG_ROOT/crates/image/recipe/wheels.pins"
 MONTY="${CODEMCP_GATEWAY_MONTY:-pypi}"
 
 . "$PKG_ROOT/packaging/container/debs.sh"
@@ -41,13 +41,16 @@ cat "$R"/usr/share/ca-certificates/mozilla/*.crt >"$R/etc/ssl/certs/ca-certifica
 install -m 0755 "$CODEMCP_BIN" "$R/usr/bin/codemcp"
 if [ "$MONTY" = pypi ]; then
   ARCH="$(uname -m)"
-  SHA_VAR="MONTY_WHEEL_SHA256_$ARCH"
-  [ -n "${!SHA_VAR:-}" ] || die "no pinned Monty worker wheel for $ARCH (set CODEMCP_GATEWAY_MONTY=none)"
-  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --platform "manylinux_2_28_$ARCH" -d "$WORK/wheel" "$MONTY_WHEEL" 2>&1 |
-    grep -v -i "running pip as the 'root' user" >&2 || true
-  WHL="$(ls "$WORK"/wheel/*.whl)"
-  echo "${!SHA_VAR}  $WHL" | sha256sum -c --quiet - || die "$WHL does not have the pinned sha256"
+  read -r _ MONTY_VERSION _ MONTY_SIZE MONTY_SHA256 MONTY_PATH < <(
+    awk -v m="$ARCH" '$1 == "pydantic-monty-runtime" && $3 == m' "$MONTY_PINS") ||
+    die "no pinned Monty worker wheel for $ARCH in $MONTY_PINS (set CODEMCP_GATEWAY_MONTY=none)"
+  PYPI_FILES="${CODEMCP_PYPI_FILES:-https://files.pythonhosted.org}"
+  WHL="$WORK/${MONTY_PATH##*/}"
+  say "fetching pydantic-monty-runtime $MONTY_VERSION ($MONTY_SIZE bytes)"
+  python3 -c 'import shutil, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=60) as r, open(sys.argv[2], "wb") as out:
+    shutil.copyfileobj(r, out)' "$PYPI_FILES/$MONTY_PATH" "$WHL" || die "could not download $PYPI_FILES/$MONTY_PATH"
+  echo "$MONTY_SHA256  $WHL" | sha256sum -c --quiet - || die "$WHL does not have the pinned sha256"
   python3 - "$WHL" "$R/usr/bin/monty" <<'PY'
 import os, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])

@@ -2,7 +2,6 @@
 //! policies, and whether each engine can run here.
 
 use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
-use crate::exec::monty::pool::find_worker_binary;
 use crate::exec::worker::docker;
 use crate::policy::Decision;
 use crate::upstream::Catalog;
@@ -153,26 +152,23 @@ fn print_policies(catalog: &Catalog, settings: &Settings) {
     }
 }
 
-/// Runs the worker binary once, bounded, to see that it works.
-/// Which worker pool placement starts, and whether it runs.
+/// Which worker pool placement starts (built in, configured, installed
+/// beside codemcp or on PATH, provisioned, or missing), and its Monty: it
+/// runs once, bounded, to see that it works. Nothing is downloaded here.
 async fn print_monty_worker(settings: &Settings) {
-    use crate::exec::monty::pool::worker_binary;
+    use crate::exec::monty::pool::{PoolStartError, worker_binary};
     let configured = settings.monty.monty_bin.as_deref();
-    let binary = match find_worker_binary(configured) {
-        Ok(binary) => binary,
-        Err(e) => return println!("monty worker: NOT found: {e}"),
-    };
-    let which = match configured {
-        Some(path) => format!("{} (CODEMCP_MONTY_BIN)", path.display()),
-        None if worker_binary::SELF_WORKER => {
-            "codemcp itself (`codemcp subprocess`; CODEMCP_MONTY_BIN unset)".to_owned()
+    let worker = match worker_binary::choose(configured, None).await {
+        Ok(worker) => worker,
+        Err(PoolStartError::NoBinary { looked }) => {
+            return println!(
+                "monty worker: missing ({looked}); the first `serve --http` provisions the pinned one, or now: `codemcp setup pool`"
+            );
         }
-        None => format!(
-            "{} (found; this build is not its own worker)",
-            binary.display()
-        ),
+        Err(e) => return println!("monty worker: NOT usable: {e}"),
     };
-    match worker_binary::probe(&binary).await {
+    let which = worker.to_string();
+    match worker_binary::probe(&worker.binary).await {
         Ok(version) => println!("monty worker: {which}, Monty {version} (usable)"),
         Err(e) => println!("monty worker: {which} (NOT usable: {e})"),
     }

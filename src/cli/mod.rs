@@ -1,7 +1,7 @@
 //! The `codemcp` command line: `Cli` and `Command`, and the dispatch of a
 //! parsed command. One file per command or group: `serve.rs` (stdio and
 //! HTTP), `exec.rs` (one snippet), `sdk.rs`, `check.rs`, `tokens.rs`
-//! (principals), `setup.rs` (the worker image); the commands that act on a
+//! (principals), `setup.rs` (the worker image, the pool worker); the commands that act on a
 //! running gateway are `crate::admin`'s.
 #![allow(clippy::print_stdout)] // commands: their output is for the terminal, not the stdio transport
 
@@ -123,7 +123,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::helpers::cli::HelpersAction,
     },
-    /// Prepare an optional part ahead of time (`setup docker`: build the worker image)
+    /// Prepare an optional part ahead of time (`setup docker`: build the worker
+    /// image; `setup pool`: provision the Monty pool worker)
     Setup {
         #[command(subcommand)]
         what: SetupTarget,
@@ -205,6 +206,9 @@ async fn without_upstreams(
         Command::Setup {
             what: SetupTarget::Docker { rebuild },
         } => setup::setup_docker(settings, *rebuild).await,
+        Command::Setup {
+            what: SetupTarget::Pool,
+        } => setup::setup_pool(settings).await,
         _ => return None,
     })
 }

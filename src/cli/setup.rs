@@ -17,6 +17,11 @@ pub enum SetupTarget {
         #[arg(long)]
         rebuild: bool,
     },
+    /// Provision the Monty pool worker `serve --http` runs, when this build
+    /// is not its own worker and none is configured or installed: the pinned
+    /// pydantic-monty-runtime wheel of this Monty, checked by SHA-256 and
+    /// unpacked into the data directory (CODEMCP_PYPI_FILES: from where).
+    Pool,
 }
 
 /// `codemcp setup docker`: builds the worker image unless it is current.
@@ -38,5 +43,26 @@ pub(super) async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<E
     )
     .await?;
     println!("{done}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codemcp setup pool`: makes sure pool placement has a worker (provisions
+/// the pinned one unless another is configured, built in or installed),
+/// runs `1 + 1` on it, and says which it is.
+pub(super) async fn setup_pool(settings: &Settings) -> Result<ExitCode, String> {
+    use codemcp_exec::monty::pool::worker_binary;
+    let worker = worker_binary::choose(
+        settings.monty.monty_bin.as_deref(),
+        Some(&settings.cpython.pypi_files),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let version = worker_binary::probe(&worker.binary).await?;
+    // The path last: scripts/install-monty-worker.sh takes what follows ": ".
+    println!(
+        "monty worker (Monty {version}), {}: {}",
+        worker.source.describe(),
+        worker.binary.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -268,8 +268,9 @@ pub struct MontySettings {
     #[arg(value_name = "SIZE", default_value = "256MiB")]
     #[arg(global = true, value_parser = Lenient::new(size))]
     pub monty_mem_limit: usize,
-    /// The `monty` worker binary for pool mode; unset means look for it
-    /// (`monty` on `PATH`, else the default install place).
+    /// The `monty` worker binary for pool mode; unset means codemcp itself
+    /// (feature `self-worker`), else a `monty` beside codemcp or on `PATH`,
+    /// else the pinned worker it provisions (`codemcp setup pool`).
     #[arg(long = "monty-bin", env = "CODEMCP_MONTY_BIN")]
     #[arg(value_name = "PATH", default_value = "", hide_default_value = true)]
     #[arg(global = true, value_parser = Lenient::new(path))]
@@ -338,7 +339,8 @@ pub struct CpythonSettings {
     #[arg(value_name = "URL", default_value = "http://deb.debian.org/debian")]
     #[arg(global = true, value_parser = Lenient::new(text))]
     pub debian_mirror: String,
-    /// Where the worker image's pinned `websockets` wheel is fetched from.
+    /// Where pinned wheels are fetched from: the worker image's `websockets`
+    /// and the provisioned Monty pool worker (each checked against its SHA-256).
     #[arg(long = "pypi-files", env = "CODEMCP_PYPI_FILES")]
     #[arg(value_name = "URL", default_value = "https://files.pythonhosted.org")]
     #[arg(global = true, value_parser = Lenient::new(text))]

@@ -16,8 +16,10 @@ use crate::sha256_hex;
 /// Downloads at once: a few, to be kind to the mirror.
 const PARALLEL_DOWNLOADS: usize = 4;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest pinned file is under 3 MB.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(180);
+/// The largest image file is under 3 MB; the Monty worker's wheel is 15 MB.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// A host that sends nothing for this long is given up on.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -69,15 +71,42 @@ pub fn is_cached(cache: &Path, item: &Pinned) -> bool {
     cached_path(cache, item).is_file()
 }
 
+/// How long a download may take: to connect, between two reads (a stalled
+/// host), and in all.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: CONNECT_TIMEOUT,
+            read: READ_TIMEOUT,
+            total: REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// A client with the default [`Timeouts`].
 pub fn client() -> Result<reqwest::Client, FetchError> {
+    client_with(Timeouts::default())
+}
+
+/// Redirects are followed (PyPI's files host may send one): whatever host
+/// the bytes come from, they are checked against the pin all the same.
+pub fn client_with(timeouts: Timeouts) -> Result<reqwest::Client, FetchError> {
     // reqwest is built without a default TLS provider; main installs one,
     // a library caller may not have.
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(timeouts.connect)
+        .read_timeout(timeouts.read)
+        .timeout(timeouts.total)
         .user_agent(concat!("codemcp/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| FetchError::Client(e.to_string()))

@@ -9,6 +9,8 @@
 //! - [`rootfs::python_root`]: the same CPython root file system as a
 //!   read-only directory in the data directory, for a sandbox that mounts
 //!   it (bubblewrap);
+//! - [`monty_worker::provision`]: the Monty pool worker out of PyPI's
+//!   `pydantic-monty-runtime` wheel, for a build that is not its own worker;
 //! - [`pins`]: the pinned wheels, one table shared with the gateway image
 //!   build (`packaging/container/build.sh`).
 //!
@@ -16,7 +18,9 @@
 
 pub mod docker;
 pub mod fetch;
+pub mod monty_worker;
 pub mod pins;
+mod place;
 pub mod recipe;
 pub mod rootfs;
 #[cfg(test)]

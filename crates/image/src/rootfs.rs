@@ -23,6 +23,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::fetch::{self, Fetched};
+use crate::place::{Temporary, discard, remove_stale_temporaries};
 use crate::recipe::{self, Downloads, Recipe};
 use crate::unpack::{Kind, RootFs, read_only};
 use crate::{ImageError, Sources, cache_dir, data_dir, sha256_hex};
@@ -337,100 +338,6 @@ fn count_entries(dir: &Path) -> std::io::Result<usize> {
         }
     }
     Ok(count)
-}
-
-/// A directory being assembled; removed on drop unless renamed into place.
-struct Temporary {
-    path: PathBuf,
-    armed: bool,
-}
-
-impl Temporary {
-    fn new(parent: &Path) -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!(".tmp-{}-", std::process::id()))
-            .tempdir_in(parent)?;
-        Ok(Self {
-            path: dir.keep(),
-            armed: true,
-        })
-    }
-
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = remove_tree(&self.path);
-        }
-    }
-}
-
-/// Temporary trees of processes that died while making one.
-fn remove_stale_temporaries(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name
-            .strip_prefix(".tmp-")
-            .or_else(|| name.strip_prefix(".bad-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(pid) = pid
-            && !Path::new(&format!("/proc/{pid}")).exists()
-        {
-            let _ = remove_tree(&entry.path());
-        }
-    }
-}
-
-/// Moves a tree that failed its check out of the way (a reader that
-/// already holds it keeps its files), then removes it.
-fn discard(home: &Path) -> std::io::Result<()> {
-    let Some(parent) = home.parent() else {
-        return remove_tree(home);
-    };
-    let aside = tempfile::Builder::new()
-        .prefix(&format!(".bad-{}-", std::process::id()))
-        .tempdir_in(parent)?
-        .keep();
-    match std::fs::rename(home, aside.join("tree")) {
-        Ok(()) => remove_tree(&aside),
-        // Another process moved it first.
-        Err(_) if !home.exists() => remove_tree(&aside),
-        Err(e) => {
-            let _ = remove_tree(&aside);
-            Err(e)
-        }
-    }
-}
-
-/// `rm -rf`, giving directories back their write permission first.
-pub(crate) fn remove_tree(path: &Path) -> std::io::Result<()> {
-    fn writable(dir: &Path) {
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    writable(&entry.path());
-                }
-            }
-        }
-    }
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            writable(path);
-            std::fs::remove_dir_all(path)
-        }
-        Ok(_) => std::fs::remove_file(path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

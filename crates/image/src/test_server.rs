@@ -21,6 +21,8 @@ pub struct Answer {
     pub cut_at: Option<usize>,
     /// Wait this long after the headers before sending the body.
     pub stall: Option<Duration>,
+    /// A `Location` header (with a 3xx status: a redirect).
+    pub location: Option<String>,
 }
 
 impl Answer {
@@ -30,6 +32,16 @@ impl Answer {
             body: body.to_vec(),
             cut_at: None,
             stall: None,
+            location: None,
+        }
+    }
+
+    /// A redirect to `url`.
+    pub fn redirect(url: String) -> Self {
+        Self {
+            status: 302,
+            location: Some(url),
+            ..Self::ok(b"")
         }
     }
 }
@@ -69,12 +81,15 @@ pub async fn serve(answers: HashMap<String, Answer>) -> Host {
                 let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let answer = answers.get(&path).cloned().unwrap_or(Answer {
                     status: 404,
-                    body: b"Not Found".to_vec(),
-                    cut_at: None,
-                    stall: None,
+                    ..Answer::ok(b"Not Found")
                 });
+                let location = answer
+                    .location
+                    .as_ref()
+                    .map(|l| format!("Location: {l}\r\n"))
+                    .unwrap_or_default();
                 let head = format!(
-                    "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    "HTTP/1.1 {} X\r\n{location}Content-Length: {}\r\nConnection: close\r\n\r\n",
                     answer.status,
                     answer.body.len()
                 );

@@ -42,8 +42,8 @@ use crate::{
 pub const ENGINE_NAME: &str = "monty-pool";
 
 /// How to get a worker other than codemcp itself, for the messages below.
-pub const INSTALL_HINT: &str = "unset CODEMCP_MONTY_BIN to run codemcp itself as the worker, or install \
-     the PyPI worker of the same Monty (pip install pydantic-monty-runtime==1.4.0) and point CODEMCP_MONTY_BIN at its `monty`";
+pub const INSTALL_HINT: &str = "unset CODEMCP_MONTY_BIN to let codemcp choose its worker (its own, one installed beside it, \
+     or the pinned one `codemcp setup pool` provisions), or point it at a worker of the same Monty (pip install pydantic-monty-runtime==1.4.0)";
 
 /// Extra time the parent allows past the sandbox's own limits before killing a worker.
 const BACKSTOP: Duration = Duration::from_secs(5);
@@ -55,8 +55,16 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolStartError {
-    #[error("pool mode cannot find a Monty worker ({looked}); set CODEMCP_MONTY_BIN")]
+    #[error(
+        "pool mode cannot find a Monty worker ({looked}); {}",
+        worker_binary::NO_WORKER_FIX
+    )]
     NoBinary { looked: String },
+    #[error(
+        "pool mode has no Monty worker and could not provision the pinned one ({why}); {}",
+        worker_binary::NO_WORKER_FIX
+    )]
+    Unprovisioned { why: String },
     #[error("the Monty worker binary {path} does not run: {message}; {INSTALL_HINT}")]
     BadBinary { path: String, message: String },
     #[error(
@@ -69,13 +77,10 @@ pub enum PoolStartError {
     NoVersion { path: String, message: String },
 }
 
-/// The worker: `CODEMCP_MONTY_BIN` when set, else this binary itself (see
-/// `worker_binary::default_worker`).
+/// The worker without downloading anything (see `worker_binary::locate`;
+/// `worker_binary::choose` also provisions one).
 pub fn find_worker_binary(configured: Option<&Path>) -> Result<PathBuf, PoolStartError> {
-    match configured {
-        Some(path) => Ok(path.to_owned()),
-        None => worker_binary::default_worker(),
-    }
+    worker_binary::locate(configured).map(|w| w.binary)
 }
 
 /// One session's worker, kept between calls; `None` after it was lost.

@@ -1,8 +1,11 @@
 //! Which binary the pool starts as its workers, and which Monty it runs.
 //!
-//! By default codemcp is its own worker (`codemcp subprocess`, see
-//! `selfworker.rs`); `CODEMCP_MONTY_BIN` names another one, such as the PyPI
-//! `monty` worker. A worker must run the very Monty this gateway runs: a
+//! `CODEMCP_MONTY_BIN` names the worker; else codemcp is its own
+//! (`codemcp subprocess`, see `selfworker.rs`) when built with `self-worker`;
+//! else a `monty` installed beside it or on `PATH`; else the pinned PyPI
+//! worker it provisions into its data directory (codemcp-image's
+//! `monty_worker`: checked by SHA-256 before it is unpacked and on every
+//! reuse). A worker must run the very Monty this gateway runs: a
 //! session's saved state is Monty's own format, and monty-proto's handshake
 //! only checks the wire schema version, which stays the same across Monty
 //! releases (`Configure.monty_version` is informational). So a worker other
@@ -52,30 +55,173 @@ pub fn serve_as_worker() -> ExitCode {
 const NOT_A_WORKER: &str =
     "this codemcp was built without its Monty worker (cargo feature self-worker, Rust >= 1.96)";
 
-/// The worker when `CODEMCP_MONTY_BIN` is unset: this binary, or in a build
-/// without `self-worker` a `monty` on `PATH` or in the default install place.
-pub fn default_worker() -> Result<PathBuf, PoolStartError> {
+/// Where the pool's worker comes from (`codemcp check` names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerSource {
+    /// `CODEMCP_MONTY_BIN`.
+    Configured,
+    /// This binary (`codemcp subprocess`, feature `self-worker`).
+    BuiltIn,
+    /// A `monty` in codemcp's own directory (where pip puts the worker the
+    /// wheel depends on).
+    Beside,
+    /// A `monty` on `PATH`.
+    OnPath,
+    /// The pinned PyPI worker codemcp unpacked into its data directory.
+    Provisioned,
+}
+
+impl WorkerSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Configured => "configured (CODEMCP_MONTY_BIN)",
+            Self::BuiltIn => "built in",
+            Self::Beside => "installed beside codemcp",
+            Self::OnPath => "found on PATH",
+            Self::Provisioned => "provisioned from the pinned pydantic-monty-runtime wheel",
+        }
+    }
+}
+
+/// The worker binary a pool starts, and where it came from.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub binary: PathBuf,
+    pub source: WorkerSource,
+}
+
+impl std::fmt::Display for Worker {
+    /// `codemcp itself (built in)`, or where the binary came from and its path.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.source {
+            WorkerSource::BuiltIn => write!(f, "codemcp itself (built in, `codemcp subprocess`)"),
+            source => write!(f, "{}: {}", source.describe(), self.binary.display()),
+        }
+    }
+}
+
+/// The fixes named when there is no worker.
+pub const NO_WORKER_FIX: &str = "run `codemcp setup pool` while online (it provisions the pinned worker), \
+     set CODEMCP_MONTY_BIN to a Monty worker of the same version, or use a codemcp built with the self-worker feature";
+
+/// The worker without downloading anything: `CODEMCP_MONTY_BIN`, this
+/// binary when it can be its own worker, a `monty` beside codemcp or on
+/// `PATH`, then a provisioned one that passes its check. A `monty` of
+/// another Monty is not told apart here (see [`choose`]).
+pub fn locate(configured: Option<&Path>) -> Result<Worker, PoolStartError> {
+    if let Some(path) = configured {
+        return Ok(Worker {
+            binary: path.to_owned(),
+            source: WorkerSource::Configured,
+        });
+    }
     if SELF_WORKER {
-        return this_binary();
+        return Ok(Worker {
+            binary: this_binary()?,
+            source: WorkerSource::BuiltIn,
+        });
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|dir| dir.join("monty"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(PathBuf::from(home).join(".local/share/codemcp/monty-runtime/bin/monty"));
+    if let Some(found) = installed_candidates().into_iter().next() {
+        return Ok(found);
     }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| PoolStartError::NoBinary {
+    provisioned().ok_or_else(|| PoolStartError::NoBinary {
+        looked: format!("{NOT_A_WORKER}; no `monty` beside codemcp, on PATH or provisioned"),
+    })
+}
+
+/// The worker a pool starts, provisioning it when there is none and
+/// `pypi_files` is given (the files host; `None`: never download). An
+/// installed `monty` of another Monty is passed over, with a warning.
+pub async fn choose(
+    configured: Option<&Path>,
+    pypi_files: Option<&str>,
+) -> Result<Worker, PoolStartError> {
+    if configured.is_some() || SELF_WORKER {
+        return locate(configured);
+    }
+    for found in installed_candidates() {
+        match monty_version(&found.binary).await {
+            Ok(version) if version == MONTY_VERSION => return Ok(found),
+            Ok(version) => {
+                tracing::warn!(target: "codemcp::worker", path = %found.binary.display(), version, "passing over a Monty worker of another Monty (this codemcp runs {MONTY_VERSION})");
+            }
+            Err(e) => {
+                tracing::warn!(target: "codemcp::worker", path = %found.binary.display(), error = %e, "passing over a `monty` that does not say its version");
+            }
+        }
+    }
+    if let Some(found) = provisioned() {
+        return Ok(found);
+    }
+    let Some(pypi_files) = pypi_files else {
+        return Err(PoolStartError::NoBinary {
             looked: format!(
-                "{NOT_A_WORKER}; looked at CODEMCP_MONTY_BIN, PATH, ~/.local/share/codemcp/monty-runtime/bin"
+                "{NOT_A_WORKER}; no `monty` of Monty {MONTY_VERSION} beside codemcp, on PATH or provisioned"
             ),
-        })
+        });
+    };
+    provision(pypi_files).await
+}
+
+/// `codemcp setup pool`, or the first pool start without a worker: the
+/// pinned worker of this Monty, fetched, checked and unpacked (or reused).
+pub async fn provision(pypi_files: &str) -> Result<Worker, PoolStartError> {
+    use codemcp_image::monty_worker;
+    let got = monty_worker::provision(
+        &codemcp_image::data_dir(),
+        &codemcp_image::cache_dir(),
+        pypi_files,
+        MONTY_VERSION,
+        codemcp_image::fetch::Timeouts::default(),
+    )
+    .await
+    .map_err(|e| PoolStartError::Unprovisioned { why: e.to_string() })?;
+    Ok(Worker {
+        binary: got.binary,
+        source: WorkerSource::Provisioned,
+    })
+}
+
+/// A `monty` beside the running codemcp, then each one on `PATH`.
+fn installed_candidates() -> Vec<Worker> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("monty")))
+        .map(|binary| Worker {
+            binary,
+            source: WorkerSource::Beside,
+        });
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|dir| Worker {
+            binary: dir.join("monty"),
+            source: WorkerSource::OnPath,
+        });
+    beside
+        .into_iter()
+        .chain(on_path)
+        .filter(|w| w.binary.is_file())
+        .collect()
+}
+
+/// The provisioned worker of this Monty, when it is there and passes its
+/// check (one that fails is left to [`provision`], which replaces it).
+fn provisioned() -> Option<Worker> {
+    use codemcp_image::monty_worker;
+    let pin = monty_worker::pin(MONTY_VERSION).ok()?;
+    match monty_worker::installed(&codemcp_image::data_dir(), pin) {
+        Ok(Some(binary)) => Some(Worker {
+            binary,
+            source: WorkerSource::Provisioned,
+        }),
+        Ok(None) => None,
+        Err(why) => {
+            tracing::warn!(target: "codemcp::worker", "the provisioned Monty worker is not used: {why}");
+            None
+        }
+    }
 }
 
 /// This binary, for starting it as a worker.
