@@ -557,6 +557,8 @@ struct CaseMemory {
     peak: u64,
     after: u64,
     start: u64,
+    /// The case's run was frozen inside one builtin (its memory stays held).
+    froze: bool,
 }
 
 fn mib(bytes: u64) -> u64 {
@@ -622,6 +624,7 @@ async fn host_check(
                 peak,
                 after: rss,
                 start: memory.start,
+                froze,
             });
         }
         if Instant::now() > deadline {
@@ -1041,21 +1044,26 @@ fn report_memory(mode: &str, runs: &[&Outcome]) {
     if with.is_empty() {
         return;
     }
-    let largest = |f: &dyn Fn(&CaseMemory) -> i64| {
+    let largest = |frozen: bool, f: &dyn Fn(&CaseMemory) -> i64| {
         with.iter()
+            .filter(|(_, m)| m.froze == frozen)
             .map(|(case, m)| (f(m), *case))
             .max()
             .unwrap_or((0, "-"))
     };
-    let (peak, peak_case) = largest(&|m| delta_mib(m.before, m.peak));
-    let (left, left_case) = largest(&|m| delta_mib(m.before, m.after));
-    let (grown, grown_case) = largest(&|m| delta_mib(m.start, m.after));
+    let (peak, peak_case) = largest(false, &|m| delta_mib(m.before, m.peak))
+        .max(largest(true, &|m| delta_mib(m.before, m.peak)));
+    let (left, left_case) = largest(false, &|m| delta_mib(m.before, m.after));
+    let (grown, grown_case) = largest(false, &|m| delta_mib(m.start, m.after));
+    let (kept, kept_case) = largest(true, &|m| delta_mib(m.before, m.after));
     eprintln!(
         "sandbox corpus: {mode} gateway memory: largest peak +{peak} MiB ({peak_case}; bound {}), \
-         largest leftover {left:+} MiB ({left_case}; bound {}), largest growth {grown:+} MiB ({grown_case}; bound {})",
+         largest leftover {left:+} MiB ({left_case}; bound {}), largest growth {grown:+} MiB ({grown_case}; bound {}), \
+         largest kept by a frozen run {kept:+} MiB ({kept_case}; bound {})",
         mib(CASE_PEAK_BOUND),
         mib(CASE_LEFTOVER_BOUND),
-        mib(RSS_GROWTH_BOUND)
+        mib(RSS_GROWTH_BOUND),
+        mib(FROZEN_LEFTOVER_BOUND)
     );
 }
 
