@@ -94,10 +94,11 @@ const SESSION_SECRET: &str = "corpus-session-a-private";
 /// give back (a glibc arena kept 135 MiB after `memory_gradual_dict`, and a run
 /// frozen at the hard ceiling its 245 MiB result buffer: issue 39).
 const CASE_LEFTOVER_BOUND: u64 = 96 << 20;
-/// What a case whose run was frozen inside one builtin may leave: the frozen
-/// thread keeps what it held, up to the in-process hard ceiling (the 256 MiB
-/// budget plus 128 MiB; `memory_split` overrunning its time on a loaded
-/// machine kept 295 MiB). The gateway is started afresh after such a case.
+/// What a case whose run was frozen inside one builtin at its deadline may
+/// leave: the frozen thread keeps what it held, up to the in-process hard
+/// ceiling (the 256 MiB budget plus 128 MiB; `memory_split` overrunning its
+/// time on a loaded machine kept 295 MiB). The gateway is started afresh
+/// after such a case.
 const FROZEN_LEFTOVER_BOUND: u64 = 384 << 20;
 /// How far a gateway may grow over the whole corpus from its size after
 /// starting: what frozen runs may hold before the engine retires (half the
@@ -777,8 +778,12 @@ async fn run_mode(mode: &'static Mode, cases: &[Case], fixture: &Fixture) -> Vec
         } else {
             (&stdio.session, stdio.pid, &mut stdio_memory)
         };
-        // The engine's answer when it froze a run inside one builtin (its memory stays held).
-        let froze = result.as_ref().is_ok_and(|s| s.contains("one builtin"));
+        // The engine's answer when it froze a run still inside one builtin at its
+        // deadline: what it held stays held. (One frozen at the memory ceiling gives
+        // back the buffer it was growing, and is judged like any other case.)
+        let froze = result
+            .as_ref()
+            .is_ok_and(|s| s.contains("TimeoutError") && s.contains("inside one builtin"));
         let host = host_check(session, pid, memory, froze).await;
         if let Ok(probe) = std::env::var("TMP_CORPUS_PROBE") {
             let _ = std::process::Command::new(probe)
