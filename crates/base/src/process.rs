@@ -41,14 +41,12 @@ pub fn return_freed_memory() {
     }
 }
 
-/// Bytes freed in blocks below [`MMAP_THRESHOLD`] since the last trim, as
-/// counted by [`note_freed`] (each thread adds its share once it passes
+/// Bytes freed since the last trim, as counted by [`note_freed`] (each thread adds its share once it passes
 /// [`FREED_FLUSH`]).
 static FREED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const FREED_FLUSH: usize = 1 << 20;
-/// Freed bytes worth a trim: a trim costs about a millisecond per 100 MiB of
-/// heap, and the pages it gives back are faulted in again when reused, so
-/// small frees are left to glibc.
+/// Freed bytes worth a trim: the pages it gives back are faulted in again
+/// when reused, so small frees are left to glibc.
 const TRIM_AFTER: usize = 16 << 20;
 /// How often the trimmer looks: a run's garbage is given back within this of
 /// its end, and a run that churns memory is trimmed at most this often.
@@ -64,11 +62,12 @@ thread_local! {
 /// built and dropped a few hundred MiB of small objects the gateway's RSS
 /// stayed there (135 MiB after the escape corpus's `memory_gradual_dict`,
 /// issue 39). `malloc_trim(0)` gives the free pages of every arena back.
+///
+/// Blocks of [`MMAP_THRESHOLD`] and more count too: one grown by `realloc`
+/// may have grown in place on a heap (a string built by `''.join` left 47 MiB
+/// there when it moved), and a spare trim costs little.
 #[inline]
 pub fn note_freed(bytes: usize) {
-    if bytes >= MMAP_THRESHOLD {
-        return; // its own pages, unmapped by free
-    }
     // `try_with`: during thread teardown the counter may be gone; skip then.
     let _ = FREED_HERE.try_with(|here| {
         let total = here.get() + bytes;
