@@ -11,6 +11,7 @@ use ruff_python_ast::{ModModule, Stmt};
 use ruff_python_parser::{ParseError, Parsed};
 
 use crate::call_sites::{SnippetCalls, calls_of, may_use_async};
+use crate::definitions::Definitions;
 use crate::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
 
 /// Snippets parsed by this process so far (every parse in this crate): a
@@ -28,13 +29,19 @@ pub(crate) fn parse(code: &str) -> Result<Parsed<ModModule>, ParseError> {
     ruff_python_parser::parse_module(code)
 }
 
+/// The gateway function whose snippets get their [`Definitions`] read.
+const SAVE_HELPER: &str = "save_helper";
+
 /// What one snippet does, read from one parse.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Facts {
     /// Its imports, bindings and carriable definitions (the router's).
     pub outline: Outline,
     /// Which of its calls want a future (the engines').
     pub calls: Arc<SnippetCalls>,
+    /// Its top level as `save_helper` reads it; only for a snippet that
+    /// names `save_helper` (and only its own: none for joined facts).
+    pub definitions: Option<Arc<Definitions>>,
 }
 
 impl Facts {
@@ -45,9 +52,12 @@ impl Facts {
         } else {
             SnippetCalls::default()
         };
+        let definitions =
+            (code.contains(SAVE_HELPER)).then(|| Arc::new(Definitions::of_body(body, code)));
         Self {
             outline: outline_of(body, code),
             calls: Arc::new(calls),
+            definitions,
         }
     }
 
@@ -62,6 +72,25 @@ impl Facts {
             return Self::default();
         };
         Self::of_body(&parsed.syntax().body, code)
+    }
+
+    /// The facts of `first` then `then` as one code, `then` starting
+    /// `offset` bytes in: a snippet behind the definitions run before it
+    /// (saved helpers), each read on its own, so the snippet is parsed once.
+    pub fn joined(first: &Facts, offset: u32, then: &Facts) -> Self {
+        let (a, b) = (&first.outline, &then.outline);
+        let mut imports = a.imports.clone();
+        imports.extend(b.imports.iter().filter(|m| !a.imports.contains(m)).cloned());
+        Self {
+            outline: Outline {
+                imports,
+                assigned: [a.assigned.as_slice(), &b.assigned].concat(),
+                definitions: [a.definitions.as_slice(), &b.definitions].concat(),
+                differs_on_monty: a.differs_on_monty.clone().or(b.differs_on_monty.clone()),
+            },
+            calls: Arc::new(SnippetCalls::joined(&first.calls, offset, &then.calls)),
+            definitions: None,
+        }
     }
 
     /// [`Facts::of`] with a big stack: the parser and the tree walks
@@ -120,6 +149,21 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &again), "one read, shared");
         assert_eq!(first.outline.imports, ["json"]);
         assert!(Arc::ptr_eq(&first.calls, &carried.calls(code).await));
+    }
+
+    #[test]
+    fn joined_facts_are_those_of_the_joined_code() {
+        let first = "import json\nasync def h():\n    return await g()\n";
+        let then = "import re\nx = 1\nawait asyncio.gather(h(), t())\n";
+        let joined = Facts::joined(&Facts::of(first), first.len() as u32, &Facts::of(then));
+        let whole = Facts::of(&format!("{first}{then}"));
+        let code = format!("{first}{then}");
+        assert_eq!(joined.outline.imports, whole.outline.imports);
+        assert_eq!(joined.outline.assigned, whole.outline.assigned);
+        assert_eq!(joined.outline.definitions, whole.outline.definitions);
+        let sites = joined.calls.future_lines(&code);
+        assert_eq!(sites, whole.calls.future_lines(&code));
+        assert!(sites.len() >= 3, "{sites:?}");
     }
 
     #[tokio::test]
