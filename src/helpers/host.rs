@@ -325,3 +325,6 @@ impl Op {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
