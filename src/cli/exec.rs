@@ -52,13 +52,9 @@ async fn exec_once(
     let host: Arc<dyn ToolHost> =
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
     // Assembled as the gateway assembles a run (`GatewayState::assemble`).
-    let assembly = match &assembled.helpers {
-        Some(helpers) => {
-            let snippet = crate::helpers::Snippet::New(&code);
-            crate::helpers::assemble(helpers.clone(), Owner::anonymous(), snippet, host).await
-        }
-        None => crate::helpers::Assembly::tools(host),
-    };
+    let snippet = crate::helpers::Snippet::New(&code);
+    let helpers = assembled.helpers.as_ref();
+    let assembly = crate::helpers::assemble(helpers, Owner::anonymous(), snippet, host).await;
     let request = RunRequest {
         code,
         timeout: None,

@@ -47,13 +47,17 @@ pub enum Snippet<'a> {
 
 /// What one run needs from the gateway's helpers, run or resumed alike:
 /// `inner` (the caller's guarded tools) with `owner`'s helpers around them,
-/// and for a new run the helpers its snippet uses, to define first.
+/// and for a new run the helpers its snippet uses, to define first; `inner`
+/// alone when the gateway keeps no helpers.
 pub async fn assemble(
-    helpers: Arc<Helpers>,
+    helpers: Option<&Arc<Helpers>>,
     owner: Owner,
     snippet: Snippet<'_>,
     inner: Arc<dyn ToolHost>,
 ) -> Assembly {
+    let Some(helpers) = helpers.cloned() else {
+        return Assembly::tools(inner);
+    };
     let Visible {
         current,
         docs,

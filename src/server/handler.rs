@@ -94,10 +94,7 @@ impl GatewayState {
             self.authority.clone(),
             context,
         ));
-        match &self.helpers {
-            Some(helpers) => crate::helpers::assemble(helpers.clone(), owner, snippet, tools).await,
-            None => Assembly::tools(tools),
-        }
+        crate::helpers::assemble(self.helpers.as_ref(), owner, snippet, tools).await
     }
 
     fn legacy_peers(&self) -> parking_lot::MutexGuard<'_, Vec<Peer<RoleServer>>> {

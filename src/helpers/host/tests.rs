@@ -61,7 +61,8 @@ async fn save_helper_parse_count_child() {
     let code = "import json\n\ndef f(x: int) -> str:\n    return json.dumps(x)\n\nsave_helper(f)\n";
     let tools: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
     let owner = Owner::anonymous();
-    let assembly = assemble(helpers(), owner, Snippet::New(code), tools).await;
+    let helpers = helpers();
+    let assembly = assemble(Some(&helpers), owner, Snippet::New(code), tools).await;
     // What the executor does with the pre-flight check's parse.
     assembly.snippet.fill(code, Arc::new(Facts::of(code)));
     let before = parses();
