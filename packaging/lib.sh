@@ -60,4 +60,19 @@ size_mb() { stat -c %s "$1" | awk '{printf "%.1f MB", $1/1e6}'; }
 
 # The interpreter itself, not a shim (pyenv's are bash scripts), for the tests'
 # clients that run with nothing on PATH.
+# pinned_wheel NAME: "VERSION SHA256" of NAME's wheel for this machine, from
+# crates/image/recipe/wheels.pins (the binary reads the same file).
+pinned_wheel() {
+  awk -v n="$1" -v m="$(uname -m)" '$1 == n && $3 == m { print $2, $5 }' "$PKG_ROOT/crates/image/recipe/wheels.pins"
+}
+
+# expect_pool_answer WHAT OUT: OUT (from `mcp_client.py serve-http 'print(6*7)'`)
+# printed 42 from a run on the Monty pool engine.
+expect_pool_answer() {
+  case "$2" in
+    *42*"engine: monty-pool"*) say "$1: serve --http answered a run on monty-pool" ;;
+    *) die "$1: serve --http answered: $2" ;;
+  esac
+}
+
 real_python() { python3 -c 'import sys; print(sys.executable)'; }

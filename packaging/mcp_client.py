@@ -5,11 +5,20 @@ gateway returned, over stdio (a command) or Streamable HTTP (a URL).
 
   mcp_client.py stdio CODE -- COMMAND [ARG...]
   mcp_client.py http  CODE URL [--token TOKEN] [--host HOST] [--session S]
+  mcp_client.py serve-http CODE -- COMMAND [ARG...]
+The third form starts `COMMAND serve --http` on a free loopback port (with this
+process's environment), waits for it to listen, makes the call over HTTP and
+stops it: what a user gets from `codemcp serve --http` right after installing.
+After the text, a last line names the engine that ran the code (`engine: ...`).
 Exit status 0 when the call returned a result that is not an error.
 """
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 PROTOCOL = "2025-06-18"
@@ -82,14 +91,57 @@ def over_http(code, url, token, host, session):
     return post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call_args(code, session)})
 
 
+# A first start may download and verify the pinned Monty worker (about 15 MB).
+SERVE_WAIT_SECONDS = 300
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_http(code, command):
+    port = free_port()
+    # Its own process group: a launcher (npx) may start codemcp as its child.
+    proc = subprocess.Popen(
+        command + ["serve", "--http", "127.0.0.1:%d" % port], stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + SERVE_WAIT_SECONDS
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit("`%s serve --http` exited with %d before it listened" % (command[0], proc.returncode))
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("`%s serve --http` did not listen within %d s" % (command[0], SERVE_WAIT_SECONDS))
+                time.sleep(0.2)
+        return over_http(code, "http://127.0.0.1:%d/mcp" % port, None, None, None)
+    finally:
+        stop(proc)
+
+
+def stop(proc):
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=wait)
+            return
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+
+
 def main(argv):
-    if len(argv) < 3 or argv[0] not in ("stdio", "http"):
+    if len(argv) < 3 or argv[0] not in ("stdio", "http", "serve-http"):
         raise SystemExit(__doc__)
     mode, code = argv[0], argv[1]
-    if mode == "stdio":
-        if argv[2] != "--":
+    if mode in ("stdio", "serve-http"):
+        if argv[2] != "--" or len(argv) < 4:
             raise SystemExit(__doc__)
-        answer = over_stdio(code, argv[3:])
+        answer = (over_stdio if mode == "stdio" else serve_http)(code, argv[3:])
     else:
         opts = dict(zip(argv[3::2], argv[4::2]))
         answer = over_http(code, argv[2], opts.get("--token"), opts.get("--host"), opts.get("--session"))
@@ -97,6 +149,7 @@ def main(argv):
         raise SystemExit("JSON-RPC error: %s" % json.dumps(answer["error"]))
     result = answer["result"]
     print("\n".join(c.get("text", "") for c in result.get("content", [])))
+    print("engine: %s" % (result.get("structuredContent") or {}).get("engine"))
     return 1 if result.get("isError") else 0
 
 

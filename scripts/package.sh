@@ -47,6 +47,11 @@ if [ "$PROFILE" = release ] && [[ "$CODEMCP_GITHUB_REPO" == OWNER/* ]]; then
   die "packaging/identity.env still has placeholders: set the repository and names first (docs/releasing.md)"
 fi
 [ -x "$BUILT" ] || die "no binary at $BUILT: cargo build --ignore-rust-version ${PROFILE/dev/} (or set CODEMCP_BIN)"
+# A release serves as its own Monty pool worker (docs/releasing.md#toolchains):
+# without it `serve --http` would need a worker installed or downloaded first.
+if [ "$PROFILE" = release ] && ! "$BUILT" subprocess </dev/null >/dev/null 2>&1; then
+  die "$BUILT was built without the self-worker: cargo +nightly build --release --locked --features self-worker"
+fi
 strip -o "$CODEMCP_BIN" "$BUILT"
 figure "binary     $BUILT $(size_mb "$BUILT"), stripped $(size_mb "$CODEMCP_BIN")"
 if [ "$PROFILE" = release ]; then

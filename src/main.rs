@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
     let filter =
         EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    codemcp::process::return_big_blocks_when_freed();
+    codemcp::process::return_freed_memory();
     // reqwest (https upstreams, the OTLP exporter) is built without a
     // default TLS provider: installed before any client is built.
     let tls_installed = rustls::crypto::ring::default_provider()

@@ -39,3 +39,8 @@ case "$OUT" in
   *42*) say "mcpb OK: $(basename "$BUNDLE") served execute_python over stdio and printed 42" ;;
   *) die "the bundle's server answered: $OUT" ;;
 esac
+# The same command over Streamable HTTP, with nothing else installed: the
+# binary provisions its pinned Monty pool worker into the empty HOME.
+OUT="$(env -i PATH=/nonexistent HOME="$WORK/home" CODEMCP_FALLBACK=none "$(real_python)" "$PKG_ROOT/packaging/mcp_client.py" \
+  serve-http 'print(6*7)' -- "${CMD[@]}")"
+expect_pool_answer mcpb "$OUT"

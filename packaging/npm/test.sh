@@ -26,3 +26,8 @@ case "$OUT" in
   *42*) say "npm OK: npx of $(basename "$MAIN") ran codemcp exec offline and printed 42" ;;
   *) die "npx codemcp exec printed: $OUT" ;;
 esac
+# serve --http with nothing else installed: the binary provisions its pinned
+# Monty pool worker (from PyPI, checked by sha256) into the empty HOME.
+OUT="$(run "$(real_python)" "$PKG_ROOT/packaging/mcp_client.py" serve-http 'print(6*7)' -- \
+  npx --yes --offline --package="$PLATFORM" --package="$MAIN" codemcp)"
+expect_pool_answer npm "$OUT"

@@ -33,6 +33,18 @@ def digest(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
+def monty_worker_requirement():
+    """The Monty pool worker the wheel depends on, so pip and uvx install it
+    beside codemcp: the version pinned in crates/image/recipe/wheels.pins
+    (the one place its pins are kept), which is the linked monty crate's."""
+    pins = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "crates", "image", "recipe", "wheels.pins")
+    for line in open(pins):
+        fields = line.split()
+        if fields and fields[0] == "pydantic-monty-runtime":
+            return "pydantic-monty-runtime==" + fields[1]
+    raise SystemExit("%s names no pydantic-monty-runtime" % pins)
+
+
 def main(binary, dist, version, readme, out_dir):
     norm = re.sub(r"[-_.]+", "_", dist).lower()
     tag = "py3-none-" + platform_tag(binary)
@@ -47,7 +59,9 @@ def main(binary, dist, version, readme, out_dir):
         "Classifier: License :: OSI Approved :: MIT License\n"
         "Classifier: License :: OSI Approved :: Apache Software License\n"
         "Requires-Python: >=3.8\n"
-        "Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM\n\n" % (dist, version)
+        "Requires-Dist: %s\n"
+        "Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM\n\n"
+        % (dist, version, monty_worker_requirement())
     ) + open(readme).read()
     wheel = "Wheel-Version: 1.0\nGenerator: codemcp packaging/python/wheel.py\nRoot-Is-Purelib: false\nTag: %s\n" % tag
     files = [

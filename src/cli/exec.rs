@@ -51,19 +51,24 @@ async fn exec_once(
     let context = CallContext::new(identity, None, Asker::Nobody, Default::default());
     let host: Arc<dyn ToolHost> =
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
-    // Assembled as the gateway assembles a run (`GatewayState::assemble`).
-    let snippet = crate::helpers::Snippet::New(&code);
-    let helpers = assembled.helpers.as_ref();
-    let assembly = crate::helpers::assemble(helpers, Owner::anonymous(), snippet, host).await;
-    let request = RunRequest {
-        code,
-        timeout: None,
-        session: None,
-    };
-    let execution = assembled
-        .executor
-        .run(Owner::anonymous(), request, assembly, RunControl::default())
-        .await;
+    // Assembled as the gateway assembles a run (`GatewayState::assemble`),
+    // in one store budget with the run.
+    let execution = crate::exec::store::one_call(async move {
+        let snippet = crate::helpers::Snippet::New(&code);
+        let helpers = assembled.helpers.as_ref();
+        let assembly = crate::helpers::assemble(helpers, Owner::anonymous(), snippet, host).await;
+        let request = RunRequest {
+            code,
+            timeout: None,
+            session: None,
+        };
+        let control = RunControl::default();
+        assembled
+            .executor
+            .run(Owner::anonymous(), request, assembly, control)
+            .await
+    })
+    .await;
     print!("{}", server::render(&execution, output));
     if execution.error.is_some() {
         ExitCode::FAILURE

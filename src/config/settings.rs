@@ -222,9 +222,10 @@ pub struct SessionSettings {
     #[arg(value_name = "SIZE", default_value = "16MiB")]
     #[arg(global = true, value_parser = Lenient::new(size))]
     pub max_session_bytes: usize,
-    /// The longest one session-store operation may take (a paused or
-    /// unreachable Redis, a locked SQLite file); past it the run goes on with
-    /// what this gateway holds, and says the store did not answer.
+    /// The longest one tool call's session-store operations may wait,
+    /// together, for a store that does not answer (a paused or unreachable
+    /// Redis, a locked SQLite file); past it the run goes on with what this
+    /// gateway holds, and says the store did not answer.
     #[arg(
         long = "session-store-timeout-ms",
         env = "CODEMCP_SESSION_STORE_TIMEOUT_MS"

@@ -306,9 +306,13 @@ impl Gateway {
         let grants = self.shared.grants.of(&caller.identity.label, &session);
         let mut context = CallContext::new(caller.identity, Some(session), caller.asker, grants);
         context.park = caller.park;
-        let snippet = Snippet::New(&request.code);
-        let assembly = self.shared.assemble(context, snippet).await;
-        let execution = executor.run(owner, request, assembly, control).await;
+        // One store budget for the helpers' read and the run's session.
+        let execution = crate::exec::store::one_call(async {
+            let snippet = Snippet::New(&request.code);
+            let assembly = self.shared.assemble(context, snippet).await;
+            executor.run(owner, request, assembly, control).await
+        })
+        .await;
         if implicit {
             // An expired implicit session was replaced by a new one.
             if let Some(handle) = &execution.session {
@@ -497,8 +501,8 @@ impl ServerHandler for Gateway {
                 .build(),
         )
         .with_server_info(Implementation::new("codemcp", env!("CARGO_PKG_VERSION")))
-        // Also `server/discover`'s (rmcp builds it from here). Servers still
-        // connecting are named: `initialize` does not wait for them.
+        // Also `server/discover`'s (rmcp builds it from here). A pure function
+        // of the configured catalog: `initialize` does not wait for servers.
         .with_instructions(
             self.shared
                 .catalog

@@ -17,7 +17,6 @@ use super::UpstreamError;
 use super::child::{ChildTransport, Liveness};
 use super::progress::WithoutProgressToken;
 use crate::config::{ServerConfig, Transport};
-use crate::tooldef::ToolDef;
 
 /// A server that keeps sending `next_cursor` is cut off here.
 const MAX_TOOL_PAGES: usize = 200;
@@ -229,15 +228,6 @@ fn http_config(
     config.auth_header = auth;
     // rmcp caps plain JSON bodies at 16 MiB by itself; this bounds SSE events.
     Ok(config.max_sse_event_size(max_message))
-}
-
-/// Lists every tool, following pagination.
-pub async fn list_tools(client: &Client, server: &str) -> Result<Vec<ToolDef>, UpstreamError> {
-    Ok(list_raw(client, server)
-        .await?
-        .into_iter()
-        .map(|t| ToolDef::from_mcp(server, t))
-        .collect())
 }
 
 /// The server's `serverInfo.version` from its handshake.

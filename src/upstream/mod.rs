@@ -426,7 +426,9 @@ impl Inner {
         if let Some(changed) = self.reconnect(upstream).await
             && (changed || was_starting)
         {
-            self.rebuild_sdk(true);
+            // Clients are told only when the description changed: a server
+            // that joins as it was remembered changes calls, not the text.
+            self.rebuild_sdk(changed);
         }
         let conn = upstream.conn.lock().await;
         conn.live().ok_or_else(|| UpstreamError::Down {
@@ -437,7 +439,7 @@ impl Inner {
     }
 
     /// (Re)connects and lists tools. `None` when it failed; else whether
-    /// the tool list changed.
+    /// what the description shows of it (its tools, what it is for) changed.
     async fn reconnect(&self, upstream: &Upstream) -> Option<bool> {
         let name = upstream.config.name.clone();
         let mut conn = upstream.conn.lock().await;
@@ -467,10 +469,16 @@ impl Inner {
         let changed = match connected {
             Ok((client, raw)) => {
                 tracing::info!(target: "codemcp::upstream", server = %name, tools = raw.len(), handshake_ms, "upstream connected");
-                *write(&upstream.about) = server_about(client.peer());
+                let known = remembered::Known {
+                    tools: raw,
+                    about: server_about(client.peer()),
+                };
                 let version = connection::server_version(&client);
-                self.remembered.save(&upstream.config, &version, &raw);
-                let tools: Vec<ToolDef> = raw
+                self.remembered.save(&upstream.config, &version, &known);
+                let about_changed = *read(&upstream.about) != known.about;
+                *write(&upstream.about) = known.about;
+                let tools: Vec<ToolDef> = known
+                    .tools
                     .into_iter()
                     .map(|t| ToolDef::from_mcp(&name, t))
                     .collect();
@@ -481,7 +489,7 @@ impl Inner {
                 status.retrying = false;
                 status.remembered = false;
                 status.tools = tools.len();
-                Some(replace_tools(upstream, tools, self.policy_default))
+                Some(replace_tools(upstream, tools, self.policy_default) | about_changed)
             }
             Err(e) => {
                 tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable");
@@ -596,13 +604,15 @@ async fn connect_and_list(
     }
 }
 
-/// Gives a new server its remembered tools, if any, unconfirmed.
+/// Gives a new server its remembered tools and purpose, if any, unconfirmed.
 fn remember(upstream: &Upstream, remembered: &remembered::Remembered, default: Decision) {
-    let Some(raw) = remembered.load(&upstream.config) else {
+    let Some(known) = remembered.load(&upstream.config) else {
         return;
     };
     let name = &upstream.config.name;
-    let tools: Vec<ToolDef> = raw
+    *write(&upstream.about) = known.about;
+    let tools: Vec<ToolDef> = known
+        .tools
         .into_iter()
         .map(|t| ToolDef::from_mcp(name, t))
         .collect();

@@ -4,7 +4,8 @@ use std::sync::Weak;
 
 use tokio::sync::mpsc;
 
-use super::{Inner, UpstreamError, connection, replace_tools, write};
+use super::{Inner, UpstreamError, connection, remembered, replace_tools, server_about, write};
+use crate::tooldef::ToolDef;
 
 /// Re-lists a server's tools whenever it says they changed.
 pub(super) async fn refresh_on_change(
@@ -23,8 +24,19 @@ pub(super) async fn refresh_on_change(
             let conn = upstream.conn.lock().await;
             match &conn.client {
                 Some(client) => Some(
-                    tokio::time::timeout(bound, connection::list_tools(client, &server))
+                    tokio::time::timeout(bound, connection::list_raw(client, &server))
                         .await
+                        .map(|listed| {
+                            // Remembered too: the next start describes it as it is now.
+                            listed.inspect(|raw| {
+                                let known = remembered::Known {
+                                    tools: raw.clone(),
+                                    about: server_about(client.peer()),
+                                };
+                                let version = connection::server_version(client);
+                                inner.remembered.save(&upstream.config, &version, &known);
+                            })
+                        })
                         .unwrap_or_else(|_| {
                             Err(UpstreamError::Handshake {
                                 server: server.clone(),
@@ -39,7 +51,11 @@ pub(super) async fn refresh_on_change(
             }
         };
         match listed {
-            Some(Ok(tools)) => {
+            Some(Ok(raw)) => {
+                let tools: Vec<ToolDef> = raw
+                    .into_iter()
+                    .map(|t| ToolDef::from_mcp(&server, t))
+                    .collect();
                 write(&upstream.status).tools = tools.len();
                 if replace_tools(&upstream, tools, inner.policy_default) {
                     inner.rebuild_sdk(true);

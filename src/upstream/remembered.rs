@@ -4,8 +4,10 @@
 //!
 //! An entry is found by a hash of how the server is reached (command, args,
 //! working directory and env names; or URL and header names), so a changed
-//! entry starts afresh; it records the server's `serverInfo` version and is
-//! replaced whenever the server lists its tools again.
+//! entry starts afresh; it records the server's `serverInfo` version and
+//! what the server says it is for (the description names it), and is
+//! replaced whenever the server lists its tools again. So the description
+//! served from it is the one the live servers give, byte for byte.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -27,7 +29,17 @@ struct Entry {
     server: String,
     /// The server's `serverInfo.version` when it listed these tools.
     version: String,
+    /// What the server says it is for (see `server_about`), if anything.
+    #[serde(default)]
+    about: Option<String>,
     tools: Vec<Tool>,
+}
+
+/// What is remembered of one server: all the description needs.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Known {
+    pub tools: Vec<Tool>,
+    pub about: Option<String>,
 }
 
 impl Remembered {
@@ -47,12 +59,15 @@ impl Remembered {
         Some(self.dir.as_ref()?.join(format!("{hex}.json")))
     }
 
-    /// The server's last listed tools, if remembered.
-    pub(super) fn load(&self, config: &ServerConfig) -> Option<Vec<Tool>> {
+    /// The server's last listed tools and what it said it is for, if remembered.
+    pub(super) fn load(&self, config: &ServerConfig) -> Option<Known> {
         let path = self.path(config)?;
         let text = std::fs::read(&path).ok()?;
         match serde_json::from_slice::<Entry>(&text) {
-            Ok(entry) => Some(entry.tools),
+            Ok(entry) => Some(Known {
+                tools: entry.tools,
+                about: entry.about,
+            }),
             Err(e) => {
                 tracing::warn!(target: "codemcp::upstream", server = %config.name, path = %path.display(), error = %e, "remembered catalog unreadable; ignored");
                 None
@@ -60,16 +75,17 @@ impl Remembered {
         }
     }
 
-    /// Remembers `tools` as the server's catalog at `version`. Failing to
+    /// Remembers `known` as the server's catalog at `version`. Failing to
     /// write only costs the next start its head start, so it is logged.
-    pub(super) fn save(&self, config: &ServerConfig, version: &str, tools: &[Tool]) {
+    pub(super) fn save(&self, config: &ServerConfig, version: &str, known: &Known) {
         let Some(path) = self.path(config) else {
             return;
         };
         let entry = Entry {
             server: config.name.clone(),
             version: version.to_owned(),
-            tools: tools.to_vec(),
+            about: known.about.clone(),
+            tools: known.tools.clone(),
         };
         if let Err(e) = write_private(&path, &entry) {
             tracing::warn!(target: "codemcp::upstream", server = %config.name, path = %path.display(), error = %e, "could not remember the server's catalog");
@@ -119,10 +135,27 @@ mod tests {
         let a = config("a");
         assert!(matches!(a.transport, Transport::Stdio { .. }));
         assert!(remembered.load(&a).is_none());
-        let tool = Tool::new("t", "does t", serde_json::Map::new());
-        remembered.save(&a, "1.0", std::slice::from_ref(&tool));
-        assert_eq!(remembered.load(&a), Some(vec![tool]));
+        let known = Known {
+            tools: vec![Tool::new("t", "does t", serde_json::Map::new())],
+            about: Some("Tickets of the help desk.".into()),
+        };
+        remembered.save(&a, "1.0", &known);
+        assert_eq!(remembered.load(&a), Some(known));
         assert!(remembered.load(&config("b")).is_none());
         assert!(Remembered::new(None).load(&a).is_none());
+    }
+
+    #[test]
+    fn an_entry_from_before_purposes_were_remembered_still_loads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let remembered = Remembered::new(Some(dir.path()));
+        let a = config("a");
+        let path = remembered.path(&a).unwrap_or_else(|| panic!("a path"));
+        std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, r#"{"server":"s","version":"1","tools":[]}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let known = remembered.load(&a).unwrap_or_else(|| panic!("loads"));
+        assert_eq!((known.tools.len(), known.about), (0, None));
     }
 }

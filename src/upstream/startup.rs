@@ -6,7 +6,8 @@
 //! At most `CODEMCP_STARTUP_CONCURRENCY` handshakes run at once, so dozens of
 //! servers on a few cores do not starve each other's handshakes. A server
 //! whose first join fails is retried in the background (1 s doubling to
-//! 60 s); when it joins, clients are told (`tools/list_changed`).
+//! 60 s); when it joins with tools (or a purpose) other than those the
+//! description showed, clients are told (`tools/list_changed`).
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -140,8 +141,10 @@ pub(super) async fn join(
             let _permit = strong.startup.permit().await;
             strong.reconnect(&upstream).await
         };
-        if joined.is_some() {
-            strong.rebuild_sdk(true);
+        if let Some(changed) = joined {
+            // The SDK's errors and `search_tools` stop naming it as
+            // starting; clients hear of it only if the description changed.
+            strong.rebuild_sdk(changed);
         } else {
             failures += 1;
             write(&upstream.status).retrying = true;

@@ -155,3 +155,129 @@ fn an_async_snippet_is_parsed_once_per_run() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Monty's own test programs (`test_cases/` of the monty crate, found
+/// through `cargo metadata`), when the registry holds them.
+fn monty_test_programs() -> Vec<(String, String)> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let Ok(out) = Command::new(cargo)
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+    else {
+        return Vec::new();
+    };
+    let metadata: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let Some(manifest) = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == "monty")
+        .and_then(|p| p["manifest_path"].as_str())
+    else {
+        return Vec::new();
+    };
+    let dir = std::path::Path::new(manifest).with_file_name("test_cases");
+    let mut programs: Vec<(String, String)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            Some((name, std::fs::read_to_string(&p).ok()?))
+        })
+        .collect();
+    programs.sort();
+    programs
+}
+
+/// The snippets of the differential corpus (`# === name` starts one).
+fn corpus_snippets() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential");
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("tests/differential")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for part in text.split("\n# === ").skip(1) {
+            let (name, code) = part.split_once('\n').unwrap_or((part, ""));
+            out.push((name.to_owned(), code.to_owned()));
+        }
+    }
+    out
+}
+
+/// The programs whose outline says they must not run on Monty (lazy
+/// iteration), and those routed to CPython when there is a fallback.
+fn judged(programs: &[(String, String)]) -> (Vec<String>, Vec<String>) {
+    let (mut lazy, mut routed) = (Vec::new(), Vec::new());
+    for (name, code) in programs {
+        let outline = codemcp::exec::facts::Facts::of(code).outline;
+        if let Some(what) = outline.needs_laziness {
+            lazy.push(format!("{name}: {what}"));
+        } else if outline.differs_on_monty.is_some() {
+            routed.push(name.clone());
+        }
+    }
+    (lazy, routed)
+}
+
+#[test]
+fn the_laziness_rule_keeps_montys_own_programs_and_eager_idioms_on_monty() {
+    let programs = monty_test_programs();
+    let corpus = corpus_snippets();
+    let (lazy, routed) = judged(&programs);
+    println!(
+        "Monty's own programs: {} in all, {} need laziness, {} routed for other silent differences; {lazy:#?}",
+        programs.len(),
+        lazy.len(),
+        routed.len()
+    );
+    let (corpus_lazy, _) = judged(&corpus);
+    println!(
+        "differential corpus: {} snippets, {} need laziness",
+        corpus.len(),
+        corpus_lazy.len()
+    );
+    // Monty's programs test Monty's eager generators on purpose in a few
+    // places; every other program stays (skipped when the registry copy of
+    // the crate is not there).
+    assert!(
+        programs.is_empty() || lazy.len() * 100 <= programs.len() * 2,
+        "{lazy:#?}"
+    );
+    // Outside the laziness corpus, no snippet of the differential corpus
+    // is taken off Monty by the rule.
+    let outside: Vec<&String> = corpus_lazy
+        .iter()
+        .filter(|what| {
+            !LAZY_SNIPPETS
+                .iter()
+                .any(|s| what.starts_with(&format!("{s}:")))
+        })
+        .collect();
+    assert!(outside.is_empty(), "{outside:#?}");
+}
+
+/// The snippets of the corpus that depend on laziness.
+const LAZY_SNIPPETS: &[&str] = &[
+    "first_match_filter",
+    "any_with_tool_calls_stops_early",
+    "all_with_side_effect_stops_early",
+    "in_over_calls",
+    "for_break_over_map",
+    "zip_shorter_partner",
+    "islice_over_count",
+    "takewhile_over_calls",
+    "returned_generator",
+    "next_of_zip_and_enumerate",
+    "next_of_a_function_returning_a_generator",
+    // tests/differential/agent_tasks.py
+    "first_profile_with_email",
+    "any_expensive_check_stops",
+];

@@ -417,3 +417,133 @@ async fn escalated_session_returns_to_monty() {
     assert_eq!(ran.structured["engine"], "cpython-host", "{}", ran.text);
     assert_eq!(ran.result(), 9, "{}", ran.text);
 }
+
+/// Idioms whose answer depends on lazy iteration, with what CPython prints.
+const LAZY_IDIOMS: &[(&str, &str)] = &[
+    (
+        "calls = []\ndef check(x):\n    calls.append(x)\n    return x > 1\nprint(any(check(x) for x in [1, 2, 3, 4]), calls)",
+        "True [1, 2]\n",
+    ),
+    (
+        "print(next(filter(lambda n: n % 2 == 0, [1, 3, 4, 6]), None))",
+        "4\n",
+    ),
+    (
+        "import itertools\nprint(list(itertools.islice((x * x for x in itertools.count(1)), 3)))",
+        "[1, 4, 9]\n",
+    ),
+    (
+        "seen = []\nfor v in map(lambda x: seen.append(x) or x, [1, 2, 3]):\n    if v == 2:\n        break\nprint(seen)",
+        "[1, 2]\n",
+    ),
+    (
+        "def first_big(xs):\n    return next(x for x in xs if odd_add_numbers(a=x, b=0) > 10)\nprint(sorted([[30, 1], [5, 20]], key=first_big))",
+        "[[5, 20], [30, 1]]\n",
+    ),
+    (
+        "pairs = zip('ab', [1, 2])\nprint(next(pairs), list(pairs))",
+        "('a', 1) [('b', 2)]\n",
+    ),
+];
+
+#[tokio::test]
+async fn an_early_stop_over_side_effects_is_never_computed_eagerly() {
+    for (code, printed) in LAZY_IDIOMS {
+        // A fresh session each: an escalated session stays on CPython a while.
+        let client = Setup::new(json!({"odd": odd(json!({}))}))
+            .stdio(HOST_FALLBACK)
+            .await;
+        // The counter has side effects: only CPython's run may make it count.
+        let ran = client.exec(&format!("n = odd_counter()\n{code}\nn")).await;
+        assert_eq!(ran.stdout(), *printed, "{code}: {}", ran.text);
+        assert_eq!(ran.result(), &json!(1), "counted once: {}", ran.text);
+        assert_eq!(ran.structured["engine"], "cpython-host", "{code}");
+        assert!(
+            ran.structured["escalated"]
+                .as_str()
+                .is_some_and(|r| r.contains("lazy iteration")),
+            "{code}: {}",
+            ran.structured
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_a_fallback_lazy_idioms_are_refused_before_anything_runs() {
+    let client = Setup::new(json!({"odd": odd(json!({}))})).stdio(&[]).await;
+    for (code, _) in LAZY_IDIOMS {
+        let ran = client
+            .exec(&format!("n = odd_counter()\nprint('ran')\n{code}"))
+            .await;
+        assert_eq!(ran.error_kind(), "unsupported", "{code}: {}", ran.text);
+        assert!(
+            ran.error_message().contains("lazy iteration"),
+            "{}",
+            ran.text
+        );
+        assert!(
+            ran.text.contains("break"),
+            "the hint shows the rewrite: {}",
+            ran.text
+        );
+        assert_eq!(ran.stdout(), "", "nothing ran: {}", ran.text);
+        assert_eq!(ran.structured["tool_calls"], 0, "{}", ran.text);
+    }
+    let ran = client.exec("odd_counter()").await;
+    assert_eq!(
+        ran.result(),
+        &json!(1),
+        "the counter never ran: {}",
+        ran.text
+    );
+}
+
+#[tokio::test]
+async fn generators_consumed_in_full_stay_on_monty() {
+    let client = Setup::new(json!({"odd": odd(json!({}))}))
+        .stdio(HOST_FALLBACK)
+        .await;
+    for (code, expected) in [
+        (
+            "orders = odd_search_orders(filter={})\nround(sum(o['total'] for o in orders), 2) > 0",
+            json!(true),
+        ),
+        ("', '.join(str(x) for x in range(3))", json!("0, 1, 2")),
+        ("max((len(w) for w in ['a', 'bcd']), default=0)", json!(3)),
+        (
+            "orders = odd_search_orders(filter={})\n[any(o['total'] > 10**6 for o in orders), all(o['id'] for o in orders)]",
+            json!([false, true]),
+        ),
+        (
+            "out = []\nfor i, (a, b) in enumerate(zip('xy', reversed('xy'))):\n    out.append(a + b)\nout",
+            json!(["xy", "yx"]),
+        ),
+        (
+            "import itertools\nlist(itertools.islice(itertools.count(), 3))",
+            json!([0, 1, 2]),
+        ),
+        // A first match over items that call nothing: Monty runs it as
+        // next(iter([...])), to the same answer.
+        (
+            "orders = [{'id': 1, 'ok': False}, {'id': 2, 'ok': True}]\n[next((o['id'] for o in orders if o['ok']), None), next((o for o in orders if o['id'] > 5), None)]",
+            json!([2, null]),
+        ),
+        (
+            "def first_big(xs):\n    return next(x for x in xs if x > 10)\nsorted([[30, 1], [5, 20]], key=first_big)",
+            json!([[5, 20], [30, 1]]),
+        ),
+        (
+            "sorted((p['name'] for p in [odd_fetch_user_profile(userId=i) for i in (2, 1)]))",
+            json!(["User 1", "User 2"]),
+        ),
+    ] {
+        let ran = client.exec(code).await;
+        assert_eq!(ran.result(), &expected, "{code}: {}", ran.text);
+        assert_eq!(ran.structured["engine"], "monty", "{code}");
+        assert!(
+            ran.structured["escalated"].is_null(),
+            "{code}: {}",
+            ran.text
+        );
+    }
+}

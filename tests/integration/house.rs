@@ -104,6 +104,43 @@ fn settings_page_lists_exactly_the_settings_clap_knows() {
     );
 }
 
+/// Every default the settings page states is the binary's own (`--help`'s
+/// `[default: …]`), so no documented number drifts from the one kept. Sizes
+/// compare without spaces (`1 MiB` is clap's `1MiB`); settings whose default
+/// clap does not print (derived ones) are left to their own tests.
+#[test]
+fn settings_page_defaults_are_the_binarys() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_codemcp"))
+        .arg("--help")
+        .output()
+        .expect("codemcp --help runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let page = std::fs::read_to_string(repo().join("docs/settings.md")).expect("docs/settings.md");
+    let mut checked = 0;
+    for row in page.lines().filter(|l| l.starts_with("| `CODEMCP_")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (name, stated) = (cells[1].trim_matches('`'), cells[2]);
+        let Some(after) = help.split(&format!("[env: {name}=]")).nth(1) else {
+            continue;
+        };
+        let Some(default) = after
+            .trim_start()
+            .strip_prefix("[default: ")
+            .and_then(|d| d.split(']').next())
+        else {
+            continue;
+        };
+        let plain = |s: &str| s.replace(['`', ' '], "").to_lowercase();
+        assert_eq!(
+            plain(stated),
+            plain(default),
+            "docs/settings.md says {name} defaults to {stated}; the binary: {default}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 40, "compared {checked} defaults");
+}
+
 /// The workspace's crates from the ground floor up: a crate may depend only
 /// on crates of a lower layer, and none on the gateway (`codemcp`), so an
 /// upward import is a compile error. A new crate gets its layer here.
@@ -111,6 +148,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("codemcp-base", 0),
     ("codemcp-sdk", 1),
     ("codemcp-store", 1),
+    ("codemcp-image", 1),
     ("codemcp-snippet", 2),
     ("codemcp-exec", 3),
 ];

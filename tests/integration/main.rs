@@ -15,6 +15,7 @@ mod support;
 mod admin;
 mod analysis;
 mod approvals;
+mod bounds;
 mod clients;
 mod conformance;
 mod differential;

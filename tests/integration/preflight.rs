@@ -129,6 +129,81 @@ async fn optional_list_refuses_a_bare_string_before_the_server() {
     }
 }
 
+/// A handler around a call that cannot work: (code, whether it catches the
+/// call's `TypeError`). What CPython prints for those it catches (its
+/// handler's line), checked on CPython itself.
+const HANDLED: &[(&str, bool)] = &[
+    (
+        "try:\n    odd_tune(mode='medium')\nexcept Exception as e:\n    print('caught', type(e).__name__, e)",
+        true,
+    ),
+    (
+        "try:\n    odd_tune(mode='medium')\nexcept:\n    print('caught')",
+        true,
+    ),
+    (
+        "try:\n    odd_tune(mode='medium')\nexcept (KeyError, TypeError) as e:\n    print('caught', type(e).__name__, e)",
+        true,
+    ),
+    (
+        "m = 'medium'\ntry:\n    odd_tune(mode=m)\nexcept TypeError as e:\n    print('caught', type(e).__name__, e)",
+        true,
+    ),
+    (
+        "try:\n    odd_tune(mode='medium')\nexcept ValueError:\n    print('caught')",
+        false,
+    ),
+    (
+        "try:\n    odd_tune(mode='medium')\nexcept ToolError:\n    print('caught')",
+        false,
+    ),
+    (
+        "try:\n    odd_tune(mode='medium')\nfinally:\n    print('done')",
+        false,
+    ),
+    (
+        "try:\n    def tune():\n        return odd_tune(mode='medium')\nexcept TypeError:\n    pass\ntune()",
+        false,
+    ),
+];
+
+#[tokio::test]
+async fn a_handled_invalid_call_raises_at_run_time_before_the_server() {
+    let setup = Setup::new(json!({"odd": odd(json!({"ODD_SCHEMAS": "1"}))}));
+    let monty = setup.stdio(&[]).await;
+    let cpython = setup.stdio(&[("CODEMCP_ISOLATION", "HOST_SYSTEM")]).await;
+    for (code, handled) in HANDLED {
+        let code = format!("print('first line')\n{code}");
+        let on_monty = monty.exec(&code).await;
+        let on_cpython = cpython.exec(&code).await;
+        for ran in [&on_monty, &on_cpython] {
+            assert_eq!(
+                ran.structured["tool_calls"], 0,
+                "the server saw nothing: {}",
+                ran.text
+            );
+            if *handled {
+                assert!(!ran.is_error, "{code}: {}", ran.text);
+                assert!(
+                    ran.stdout().starts_with("first line\ncaught"),
+                    "{code}: {}",
+                    ran.text
+                );
+            } else {
+                assert_eq!(ran.error_kind(), "preflight", "{code}: {}", ran.text);
+                assert_eq!(ran.stdout(), "", "nothing ran: {}", ran.text);
+            }
+        }
+        assert_eq!(on_monty.stdout(), on_cpython.stdout(), "{code}");
+    }
+    // The same message the check gives, as the exception the handler sees.
+    let ran = monty.exec(HANDLED[0].0).await;
+    assert_eq!(
+        ran.stdout(),
+        "caught TypeError odd_tune() argument 'mode' must be 'fast' or 'slow', not 'medium'\n"
+    );
+}
+
 #[tokio::test]
 async fn unknown_schema_stays_callable_with_a_plain_signature() {
     // zod-to-json-schema's output for a top-level `z.union([...])`: no

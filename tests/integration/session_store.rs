@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemcp::exec::store::{
-    Handle, Owner, Reason, SealKey, Snapshot, SnapshotKind, StoreError, StoreSpec, open,
+    Handle, Owner, Reason, SealKey, Snapshot, SnapshotKind, StoreError, StoreLimits, StoreSpec,
+    one_call, open,
 };
 use futures::StreamExt;
 
@@ -57,6 +58,7 @@ battery!(redis_store: Kind::Redis,
     stale_session_record_is_refused, two_opens_share_sessions, flipped_stored_byte_is_refused, record_copied_to_another_handle_is_refused,
     oversized_stored_record_is_refused, expired_sessions_give_their_space_back,
     killed_redis_is_unavailable_then_recovers, frozen_redis_is_unavailable_not_a_hang,
+    frozen_redis_costs_one_call_one_timeout,
 );
 
 // ---- behaviours every store shares ----
@@ -670,6 +672,74 @@ async fn frozen_redis_is_unavailable_not_a_hang(kind: Kind) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(found.expect("kept").snapshot, snap("kept"));
+}
+
+/// A call's store operations against a Redis that froze share one store
+/// timeout: a lease taken before the freeze, then the load and the save (the
+/// stall starting between them); and a second store of half the timeout (the
+/// saved helpers' read) before the session's lease, as a tool call makes them.
+async fn frozen_redis_costs_one_call_one_timeout(kind: Kind) {
+    let Some(f) = Fixture::new(kind, limits(60_000, 60_000)).await else {
+        return;
+    };
+    let timeout = f.limits.call_timeout;
+    let (h, owner) = (Handle::mint(), Owner::anonymous());
+    let mut lease = f.store.acquire(&h, Duration::ZERO).await.expect("acquire");
+    f.store
+        .save(&mut lease, &owner, snap("kept"))
+        .await
+        .expect("save");
+    let helpers = open(
+        &f.spec,
+        key(),
+        StoreLimits {
+            call_timeout: timeout / 2,
+            ..f.limits
+        },
+    )
+    .expect("open a second store");
+    let redis = f.redis.as_ref().expect("redis");
+    redis.signal(libc::SIGSTOP);
+    let started = Instant::now();
+    let (loaded, saved) = one_call(async {
+        let loaded = f.store.load(&h).await;
+        let saved = f.store.save_and_release(lease, &owner, snap("lost")).await;
+        (loaded, saved)
+    })
+    .await;
+    let load_and_save = started.elapsed();
+    let started = Instant::now();
+    let (read, leased) = one_call(async {
+        let read = helpers.load(&Handle::mint()).await;
+        let leased = f.store.acquire(&h, Duration::from_secs(30)).await;
+        (read, leased)
+    })
+    .await;
+    let read_and_lease = started.elapsed();
+    redis.signal(libc::SIGCONT);
+    // Each names the call's budget as it stood: the helpers' read came first.
+    let outcomes = [
+        (loaded.map(|_| ()), "2 s"),
+        (saved.map(|_| ()), "2 s"),
+        (read.map(|_| ()), "1 s"),
+        (leased.map(|_| ()), "2 s"),
+    ];
+    for (outcome, budget) in outcomes {
+        let err = outcome.expect_err("Redis is frozen");
+        assert!(matches!(err, StoreError::TimedOut { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("did not answer within {budget}")),
+            "the call's budget is named: {err}"
+        );
+    }
+    println!(
+        "FIGURE redis frozen, one call: load + save {load_and_save:?}; helpers read + lease {read_and_lease:?} (store timeout {timeout:?})"
+    );
+    let margin = Duration::from_millis(700);
+    assert!(load_and_save < timeout + margin, "{load_and_save:?}");
+    assert!(read_and_lease < timeout + margin, "{read_and_lease:?}");
+    assert!(read_and_lease >= timeout, "{read_and_lease:?}");
 }
 
 // ---- a writer killed with SIGKILL (file store) ----

@@ -196,7 +196,7 @@ async fn server_that_misses_start_joins_later_and_clients_get_list_changed() {
     let description = client.description().await;
     if !description.contains("flaky_ping") {
         assert!(
-            description.contains("Still starting") && description.contains("flaky ("),
+            description.contains("\nflaky (not listed yet)"),
             "the description does not name the missing server: {description}"
         );
     }
@@ -206,7 +206,7 @@ async fn server_that_misses_start_joins_later_and_clients_get_list_changed() {
         "the server never joined: {}",
         client.description().await
     );
-    assert!(!client.description().await.contains("Still starting"));
+    assert!(!client.description().await.contains("not listed yet"));
     let ran = client.exec("flaky_ping(text='late')").await;
     assert!(!ran.is_error, "{}", ran.text);
     assert!(ran.text.contains("ping late"), "{}", ran.text);
@@ -222,8 +222,9 @@ async fn call_to_a_starting_server_raises_a_clear_tool_error_not_name_error() {
     let client = setup.stdio(&[("CODEMCP_STARTUP_WAIT_MS", "5000")]).await;
     let description = client.description().await;
     assert!(description.contains("up_ping"), "{description}");
+    // Named, its state not: that is for the calls' errors and search_tools.
     assert!(
-        description.contains("down (failing, retried: "),
+        description.contains("\ndown (not listed yet)") && !description.contains("retried"),
         "{description}"
     );
     let ran = client
@@ -247,18 +248,21 @@ async fn call_to_a_starting_server_raises_a_clear_tool_error_not_name_error() {
 }
 
 /// One gateway run that lists a slow server's tools (and so remembers them),
-/// then the server made to take `sleep_s` at its next start.
-async fn remember_then_slow(setup: &Setup, sleep_s: u32) {
+/// then the server made to take `sleep_s` at its next start; the description
+/// that run gave.
+async fn remember_then_slow(setup: &Setup, sleep_s: u32) -> String {
     let first = setup.stdio(&[]).await;
-    assert!(first.description().await.contains("slow_ping"));
+    let description = first.description().await;
+    assert!(description.contains("slow_ping"));
     drop(first);
     control(setup, "slow", &json!({"sleep_s": sleep_s}));
+    description
 }
 
 #[tokio::test]
 async fn remembered_catalog_serves_description_at_once() {
     let setup = slow_setup(&[("slow", json!({}))], &[]);
-    remember_then_slow(&setup, 60).await;
+    let live = remember_then_slow(&setup, 60).await;
     let launched = Instant::now();
     let client = setup
         .stdio(&[
@@ -272,10 +276,8 @@ async fn remembered_catalog_serves_description_at_once() {
         description.contains("slow_ping") && description.contains("slow_pid"),
         "{description}"
     );
-    assert!(
-        description.contains("slow (connecting; 2 remembered functions not yet confirmed)"),
-        "{description}"
-    );
+    // Byte for byte what the live server gave: nothing says it is starting.
+    assert_eq!(description, live);
     assert!(listed < Duration::from_secs(5), "listed after {listed:?}");
     // Known but not up: a bounded wait, then a clear error.
     let started = Instant::now();
@@ -409,4 +411,222 @@ async fn a_server_slower_than_its_timeout_joins_on_a_more_patient_retry() {
         client.description().await
     );
     assert!(starts(&setup, "sluggish").len() >= 2);
+}
+
+/// When each start of a slow server began, in seconds since the epoch.
+fn start_times(setup: &Setup, name: &str) -> Vec<f64> {
+    let path = setup.dir.path().join(format!("{name}.json.times"));
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+/// The first starts of `names`, earliest first, as offsets from the first.
+fn first_starts(setup: &Setup, names: &[&str]) -> Vec<f64> {
+    let mut firsts: Vec<f64> = names
+        .iter()
+        .map(|n| start_times(setup, n).first().copied().expect("it started"))
+        .collect();
+    firsts.sort_by(f64::total_cmp);
+    firsts.iter().map(|t| t - firsts[0]).collect()
+}
+
+#[tokio::test]
+async fn handshakes_run_at_most_startup_concurrency_at_once() {
+    // CODEMCP_STARTUP_CONCURRENCY (default 4): three servers that take 1.5 s
+    // each to answer start one after the other with 1, together with 3.
+    let names = ["c1", "c2", "c3"];
+    let servers: Vec<(&str, Value)> = names
+        .iter()
+        .map(|n| (*n, json!({"sleep_s": 1.5})))
+        .collect();
+    let one = slow_setup(&servers, &[]);
+    let client = one.stdio(&[("CODEMCP_STARTUP_CONCURRENCY", "1")]).await;
+    assert!(client.description().await.contains("c3_ping"));
+    let serial = first_starts(&one, &names);
+    let together = slow_setup(&servers, &[]);
+    let client = together
+        .stdio(&[("CODEMCP_STARTUP_CONCURRENCY", "3")])
+        .await;
+    assert!(client.description().await.contains("c3_ping"));
+    let parallel = first_starts(&together, &names);
+    println!("FIGURE startup concurrency: starts at {serial:?} s with 1, {parallel:?} s with 3");
+    for pair in serial.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 1.4,
+            "overlapping handshakes: {serial:?}"
+        );
+    }
+    // All three began before the first could have answered.
+    assert!(parallel[2] < 1.4, "serialized with 3 slots: {parallel:?}");
+}
+
+// ---- a byte-stable description (issue 37) ----
+
+/// Business domains for generated catalogs: one server each.
+const DOMAINS: &[&str] = &[
+    "billing",
+    "calendar",
+    "crm",
+    "helpdesk",
+    "inventory",
+    "shipping",
+    "analytics",
+    "hr",
+    "storage",
+    "mail",
+    "wiki",
+    "payroll",
+];
+
+/// `tools` generated tools over `servers` slow servers, in `order`; every
+/// other server says what it is for, the slow one among them; `slow` takes
+/// `sleep_s` to start.
+fn catalog_config(
+    setup: &Setup,
+    tools: usize,
+    servers: usize,
+    order: &[usize],
+    sluggish: (usize, u32),
+) -> Vec<String> {
+    let mut entries = serde_json::Map::new();
+    for &i in order {
+        let name = DOMAINS[i];
+        let count = tools / servers + usize::from(i < tools % servers);
+        let mut control = json!({"catalog": {"domain": name, "count": count}});
+        if i % 2 == 0 {
+            control["instructions"] = json!(format!(
+                "# {name}\n\nThe {name} system of record: read and change its records. Use get_* before update_*."
+            ));
+        }
+        if i == sluggish.0 {
+            control["sleep_s"] = json!(sluggish.1);
+        }
+        entries.insert(name.to_owned(), slow(setup.dir.path(), name, &control));
+    }
+    let config = json!({"mcpServers": entries});
+    std::fs::write(setup.config(), config.to_string()).expect("write config");
+    order.iter().map(|&i| DOMAINS[i].to_owned()).collect()
+}
+
+/// The instructions and the description one client was given.
+async fn texts(client: &support::Client) -> (String, String) {
+    let instructions = client
+        .service
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    (instructions, client.description().await)
+}
+
+fn fingerprint(text: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256 {} ({} bytes)", &hex[..16], text.len())
+}
+
+/// The same bytes from four starts of one catalog: live (nothing remembered),
+/// remembered and listed while its slowest server still starts, the config
+/// order reversed with another server slow (live again, so it connects in
+/// another order), and a plain restart after which every server joins again.
+async fn description_is_byte_stable(tools: usize, servers: usize) {
+    let setup = Setup::new(json!({}));
+    let state = |name: &str| setup.dir.path().join(name).display().to_string();
+    let (first, last) = (0, servers - 1);
+    let order: Vec<usize> = (0..servers).collect();
+    let env = |state_dir: &str| -> Vec<(String, String)> {
+        vec![("XDG_STATE_HOME".into(), state_dir.to_owned())]
+    };
+    let start = |env: Vec<(String, String)>| {
+        let setup = &setup;
+        async move {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            setup.stdio(&env).await
+        }
+    };
+
+    // 1. Live: nothing remembered, so the first tools/list waits for every server.
+    let names = catalog_config(&setup, tools, servers, &order, (last, 0));
+    let client = start(env(&state("a"))).await;
+    let live = client.description().await;
+    drop(client);
+
+    // 2. Remembered: the last server now takes 30 s; listed at once.
+    catalog_config(&setup, tools, servers, &order, (last, 30));
+    let launched = Instant::now();
+    let client = start(env(&state("a"))).await;
+    let (instructions, remembered) = texts(&client).await;
+    let listed = launched.elapsed();
+    assert!(listed < Duration::from_secs(10), "listed after {listed:?}");
+    drop(client);
+
+    // 3. The config reversed, the first server slow, nothing remembered.
+    let reversed: Vec<usize> = order.iter().rev().copied().collect();
+    catalog_config(&setup, tools, servers, &reversed, (first, 2));
+    let client = start(env(&state("b"))).await;
+    let reordered = client.description().await;
+    drop(client);
+
+    // 4. A restart: remembered, then every server joins; clients are not told
+    //    (nothing they see changed), and the description is still the same.
+    catalog_config(&setup, tools, servers, &order, (last, 0));
+    let client = start(env(&state("a"))).await;
+    let (restarted_instructions, restarted) = texts(&client).await;
+    let calls: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n}_get_invoice(invoice_id='1')"))
+        .collect();
+    let ran = client.exec(&format!("[{}]", calls.join(", "))).await;
+    assert!(!ran.is_error, "every server joined: {}", ran.text);
+    let rejoined = client.description().await;
+    let told = client.wait_changed(Duration::from_millis(500)).await;
+
+    for (start, text) in [
+        ("remembered", &remembered),
+        ("reversed", &reordered),
+        ("restarted", &restarted),
+        ("rejoined", &rejoined),
+    ] {
+        assert_eq!(text, &live, "{start} differs from live at {tools} tools");
+    }
+    assert_eq!(restarted_instructions, instructions);
+    assert!(
+        !told,
+        "tools/list_changed after servers joined as they were remembered"
+    );
+    let head: String = live.chars().take(codemcp::sdk::HEAD_CHARS).collect();
+    for name in &names {
+        assert!(
+            head.contains(&format!("{name} (")),
+            "{name} not in the head: {head}"
+        );
+    }
+    if servers <= 6 {
+        // What a server says it is for, remembered with its tools.
+        assert!(head.contains("): The billing system of record"), "{head}");
+    }
+    println!(
+        "FIGURE description at {tools} tools, {servers} servers, four starts: {}; instructions {}",
+        fingerprint(&live),
+        fingerprint(&instructions)
+    );
+}
+
+#[tokio::test]
+async fn description_is_byte_stable_at_13_tools() {
+    description_is_byte_stable(13, 3).await;
+}
+
+#[tokio::test]
+async fn description_is_byte_stable_at_100_tools() {
+    description_is_byte_stable(100, 6).await;
+}
+
+#[tokio::test]
+async fn description_is_byte_stable_at_1000_tools() {
+    description_is_byte_stable(1000, 12).await;
 }

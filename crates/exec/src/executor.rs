@@ -72,6 +72,19 @@ impl Executor {
         assembly: Assembly,
         control: RunControl,
     ) -> Execution {
+        // A stalled store costs the whole call one store timeout, however
+        // many store operations it makes (lease, load, save; and the
+        // helpers' read when the gateway assembles inside the same call).
+        store::one_call(self.run_one(owner, request, assembly, control)).await
+    }
+
+    async fn run_one(
+        &self,
+        owner: Owner,
+        request: RunRequest,
+        assembly: Assembly,
+        control: RunControl,
+    ) -> Execution {
         let started = Instant::now();
         let session = request.session.clone();
         let Assembly {
@@ -207,11 +220,10 @@ impl Executor {
         let mut run = Run::new(String::new(), self.checks.exec_timeout);
         let engine = &self.engine;
         let holds = |id, version| engine.holds(id, version);
-        match self
+        let unparked = self
             .sessions
-            .unpark(state, owner, max_age, &mut run, &holds)
-            .await
-        {
+            .unpark(state, owner, max_age, &mut run, &holds);
+        match store::one_call(unparked).await {
             Ok((begun, parked)) => Ok(Unparked { begun, run, parked }),
             Err(why) => Err(self.refused(
                 RunError::new(ErrorKind::Input, "LookupError", why)
@@ -244,9 +256,8 @@ impl Executor {
         let facts = Facts::of_safely(run.snippet()).await;
         run.know(&facts).await;
         snippet.fill(run.snippet(), Arc::new(facts));
-        let mut execution = self
-            .run_begun(begun, run, tools, control, Some(&parked))
-            .await;
+        let resumed = self.run_begun(begun, run, tools, control, Some(&parked));
+        let mut execution = store::one_call(resumed).await;
         execution.warnings.extend(warnings);
         self.finished(execution, started)
     }

@@ -203,8 +203,7 @@ impl Run {
         let known = match self.prelude.as_deref() {
             Some(prelude) => {
                 let first = codemcp_snippet::Facts::of_safely(&prelude.text).await;
-                let offset = u32::try_from(prelude.text.len()).unwrap_or(u32::MAX);
-                codemcp_snippet::Facts::joined(&first, offset, facts)
+                codemcp_snippet::Facts::joined(&prelude.text, &first, self.snippet(), facts)
             }
             None => facts.clone(),
         };

@@ -19,8 +19,8 @@ use super::imports::{ImportVerdict, classify_import};
 use super::syntax;
 use super::worker::WorkerEngine;
 use super::{
-    Engine, ErrorKind, Execution, Run, RunControl, Saved, SessionId, Snapshot, SnapshotKind,
-    ToolHost,
+    Engine, ErrorKind, Execution, Run, RunControl, RunError, Saved, SessionId, Snapshot,
+    SnapshotKind, ToolHost,
 };
 
 pub struct Router {
@@ -162,17 +162,11 @@ impl Router {
         tools: Arc<dyn ToolHost>,
         control: RunControl,
     ) -> Execution {
-        // Only a gateway that can escalate needs the outline; the run's
-        // one analysis (usually the pre-flight check's) has it.
-        let facts = match &self.fallback {
-            Some(_) => {
-                let started = crate::timing::start();
-                let facts = run.facts().await;
-                crate::timing::since("outline", started);
-                facts
-            }
-            None => Arc::default(),
-        };
+        // The run's one analysis (usually the pre-flight check's) has the
+        // outline: what escalates, and what must not run on Monty at all.
+        let started = crate::timing::start();
+        let facts = run.facts().await;
+        crate::timing::since("outline", started);
         let outline = &facts.outline;
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
@@ -202,6 +196,18 @@ impl Router {
             }
             return execution;
         }
+        if let Some(what) = &outline.needs_laziness {
+            let reason =
+                format!("this code depends on lazy iteration, which Monty does not have: {what}");
+            // Found before running: no tool call can have happened yet.
+            return match &self.fallback {
+                Some(fallback) => {
+                    self.escalate(fallback, session, (run, outline), tools, control, reason)
+                        .await
+                }
+                None => self.refuse_eager(reason),
+            };
+        }
         if let Some(fallback) = &self.fallback
             && let Some(reason) = unsupported_import(&outline.imports).or_else(|| {
                 outline
@@ -215,9 +221,18 @@ impl Router {
                 .escalate(fallback, session, (run, outline), tools, control, reason)
                 .await;
         }
+        // What Monty runs: the code, or its equivalent where Monty lacks the
+        // construct as written (CPython, on escalation, gets the code).
+        let on_monty = match &outline.eager_equivalent {
+            Some(code) => Run {
+                code: code.clone(),
+                ..run.clone()
+            },
+            None => run.clone(),
+        };
         let mut execution = self
             .monty
-            .run(session, run.clone(), tools.clone(), control.clone())
+            .run(session, on_monty, tools.clone(), control.clone())
             .await;
         if self.fallback.is_some() {
             self.carried().entry(session).or_default().add(outline);
@@ -251,6 +266,27 @@ impl Router {
                 self.escalate(fallback, session, (run, outline), tools, control, reason)
                     .await
             }
+        }
+    }
+
+    /// Code whose answer depends on lazy iteration, with no CPython to run
+    /// it: refused before its first line, so nothing ran and the session is
+    /// as it was.
+    fn refuse_eager(&self, reason: String) -> Execution {
+        let hint = format!(
+            "Monty computes generator expressions, map(), filter(), zip(), enumerate() and reversed() \
+             in full, at once. Rewrite with a for loop that breaks at the first match (first = None; \
+             for x in xs: if p(x): first = x; break), or a list comprehension when every item is \
+             needed anyway; over items that call nothing, next(iter([x for x in xs if p(x)]), None) \
+             runs on Monty. {}",
+            self.no_fallback_hint
+        );
+        Execution {
+            error: Some(
+                RunError::new(ErrorKind::Unsupported, "NotImplementedError", reason)
+                    .with_hint(hint.trim_end()),
+            ),
+            ..Execution::of(self.monty.name())
         }
     }
 

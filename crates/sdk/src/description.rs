@@ -51,6 +51,9 @@ The snippet's result is its last expression, or a variable named `result`, plus 
 pub struct Servers<'a> {
     by_server: BTreeMap<&'a str, Vec<&'a SdkFunction>>,
     purposes: &'a BTreeMap<String, Purpose>,
+    /// Configured servers whose tools are not known yet (never listed, none
+    /// remembered): named, so that every server is, however late it lists.
+    unlisted: Vec<&'a str>,
     total: usize,
 }
 
@@ -76,15 +79,29 @@ pub fn purposes_of(
 }
 
 impl<'a> Servers<'a> {
-    pub fn new(functions: &'a [SdkFunction], purposes: &'a BTreeMap<String, Purpose>) -> Self {
+    pub fn new(
+        functions: &'a [SdkFunction],
+        purposes: &'a BTreeMap<String, Purpose>,
+        unlisted: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let by_server = by_server(functions);
+        let mut unlisted: Vec<&str> = unlisted
+            .into_iter()
+            .filter(|s| !by_server.contains_key(s))
+            .collect();
+        unlisted.sort_unstable();
+        unlisted.dedup();
         Servers {
-            by_server: by_server(functions),
+            by_server,
             purposes,
+            unlisted,
             total: functions.len(),
         }
     }
 
-    fn entries(&self, connecting: &'a [String]) -> Vec<Entry<'_>> {
+    /// Every server by name, whoever connected first: those with tools, and
+    /// those whose tools are not known (the same words however they fare).
+    fn entries(&self) -> Vec<Entry<'_>> {
         let mut entries: Vec<Entry> = self
             .by_server
             .iter()
@@ -94,16 +111,11 @@ impl<'a> Servers<'a> {
                 purpose: self.purposes.get(*name),
             })
             .collect();
-        entries.extend(
-            connecting
-                .iter()
-                .filter(|c| !self.by_server.contains_key(c.as_str()))
-                .map(|c| Entry {
-                    name: c,
-                    tools: 0,
-                    purpose: None,
-                }),
-        );
+        entries.extend(self.unlisted.iter().map(|name| Entry {
+            name,
+            tools: 0,
+            purpose: None,
+        }));
         entries.sort_by(|a, b| a.name.cmp(b.name));
         entries
     }
@@ -111,8 +123,8 @@ impl<'a> Servers<'a> {
 
 /// `first`, the session rule, the servers and the pointer, in at most `room` characters
 /// when that can be done: the texts and the servers' part shrink in turn until it fits.
-fn head(first: Option<&str>, servers: &Servers, connecting: &[String], room: usize) -> String {
-    let entries = servers.entries(connecting);
+fn head(first: Option<&str>, servers: &Servers, room: usize) -> String {
+    let entries = servers.entries();
     // Below 12 characters a purpose says too little to be worth its line.
     let ladder: [(&str, &str, Form); 5] = [
         (CONTRACT, POINTER, Form::Purposes(40)),
@@ -141,19 +153,24 @@ fn head(first: Option<&str>, servers: &Servers, connecting: &[String], room: usi
     assemble(CONTRACT_SHORT, POINTER_SHORT, &text)
 }
 
-/// The gateway's `instructions`: the head, led by what codemcp is, naming the servers still
-/// connecting too (`initialize` does not wait for them).
-pub fn instructions(servers: &Servers, connecting: &[String], budget: usize) -> String {
-    head(Some(LEAD), servers, connecting, budget.min(HEAD_CHARS))
+/// The gateway's `instructions`: the head, led by what codemcp is. Like the description, it
+/// says what the catalog knows of each server (live or remembered), never whether it is
+/// connecting, failing or up.
+pub fn instructions(servers: &Servers, budget: usize) -> String {
+    head(Some(LEAD), servers, budget.min(HEAD_CHARS))
 }
 
 /// The `execute_python` description: the head, then as many signatures as fit in `budget`,
 /// most useful first (all of them, with their shared result types, when they all fit).
 pub fn description(functions: &[SdkFunction], servers: &Servers, budget: usize) -> String {
-    if functions.is_empty() {
+    if functions.is_empty() && servers.unlisted.is_empty() {
         return format!("{NO_TOOLS}\n{SESSION}");
     }
-    let head = head(None, servers, &[], budget.min(HEAD_CHARS));
+    let head = head(None, servers, budget.min(HEAD_CHARS));
+    if functions.is_empty() {
+        // Servers configured, none listed yet: they are named all the same.
+        return head;
+    }
     let used = head.chars().count();
     let shared = SharedTypes::find(functions);
     let lines: Vec<String> = functions.iter().map(|f| tool_line(f, &shared)).collect();

@@ -75,8 +75,11 @@ pub struct Sdk {
     /// by server name; servers that say nothing are described by their tools.
     about: BTreeMap<String, String>,
     /// Servers not serving yet: still connecting, or failing and retried.
-    /// Errors read it; the description adds one line naming them and
-    /// `search_tools` ends with one hit per server.
+    /// Errors read it and `search_tools` ends with one hit per server; the
+    /// description and the instructions only name those whose tools are not
+    /// known at all, never their state: they are the catalog's alone, byte
+    /// for byte the same whenever and in whatever order servers join (a
+    /// change there costs every client its prompt cache).
     connecting: Vec<Connecting>,
     /// The caller's saved helpers, when the gateway keeps helpers.
     helpers: Option<std::sync::Arc<Vec<HelperDoc>>>,
@@ -123,7 +126,7 @@ impl Connecting {
         }
     }
 
-    /// Its state in a few words, for the description and `search_tools`.
+    /// Its state in a few words, for `search_tools`.
     pub fn state(&self) -> String {
         let mut state = match &self.reason {
             None => "connecting".to_owned(),
@@ -221,25 +224,20 @@ impl Sdk {
         self.helpers.as_deref().map_or(&[], Vec::as_slice)
     }
 
-    /// The servers that have not joined yet, by name: for the description.
+    /// The servers that have not joined yet.
     pub fn starting(&self) -> &[Connecting] {
         &self.connecting
     }
 
-    /// The one line the description adds while servers are starting.
-    fn starting_line(&self) -> Option<String> {
-        if self.connecting.is_empty() {
-            return None;
-        }
-        let servers: Vec<String> = self
+    /// The catalog's servers as the description and instructions name them:
+    /// with their tools, and those whose tools are not known yet.
+    fn servers(&self) -> description::Servers<'_> {
+        let unlisted = self
             .connecting
             .iter()
-            .map(|c| format!("{} ({})", c.server, c.state()))
-            .collect();
-        Some(format!(
-            "\nStill starting (their functions join when they do; calls say why they fail until then): {}.",
-            servers.join(", ")
-        ))
+            .filter(|c| c.remembered == 0)
+            .map(|c| c.server.as_str());
+        description::Servers::new(&self.functions, self.purposes(), unlisted)
     }
 
     /// The still-connecting server whose tool `name` would be, when no
@@ -274,7 +272,7 @@ impl Sdk {
     /// signatures are; signatures fill the rest of the budget, most useful first.
     pub fn description(&self, budget_chars: usize) -> String {
         let render = || {
-            let servers = description::Servers::new(&self.functions, self.purposes());
+            let servers = self.servers();
             let helpers = self.helpers();
             let reserve = if helpers.is_empty() {
                 0
@@ -283,7 +281,6 @@ impl Sdk {
             };
             let budget = budget_chars - reserve;
             let mut text = description::description(&self.functions, &servers, budget);
-            text.extend(self.starting_line());
             let room = budget_chars.saturating_sub(text.len());
             text.extend(helper_docs::line(helpers, room));
             text
@@ -296,15 +293,10 @@ impl Sdk {
         }
     }
 
-    /// The gateway's `instructions` (for `initialize` and `server/discover`): every server,
-    /// those still connecting included, within `budget_chars` and [`HEAD_CHARS`].
+    /// The gateway's `instructions` (for `initialize` and `server/discover`): every server
+    /// with its tools, within `budget_chars` and [`HEAD_CHARS`].
     pub fn instructions(&self, budget_chars: usize) -> String {
-        let render = || {
-            let servers = description::Servers::new(&self.functions, self.purposes());
-            let connecting: Vec<String> =
-                self.connecting.iter().map(|c| c.server.clone()).collect();
-            description::instructions(&servers, &connecting, budget_chars)
-        };
+        let render = || description::instructions(&self.servers(), budget_chars);
         let (budget, text) = self.instructions.get_or_init(|| (budget_chars, render()));
         if *budget == budget_chars {
             text.clone()

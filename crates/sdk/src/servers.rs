@@ -7,14 +7,16 @@ use super::purpose::Purpose;
 pub struct Entry<'a> {
     pub name: &'a str,
     pub tools: usize,
-    /// `None` for a server still connecting (its tools are not known yet).
+    /// `None` for a server whose tools are not known yet (it never listed
+    /// them, none are remembered): said the same way whether it is
+    /// connecting or failing, so the text does not change with timing.
     pub purpose: Option<&'a Purpose>,
 }
 
 impl Entry<'_> {
     fn label(&self) -> String {
         if self.purpose.is_none() {
-            format!("{} (connecting)", self.name)
+            format!("{} (not listed yet)", self.name)
         } else {
             format!("{} ({})", self.name, self.tools)
         }

@@ -74,19 +74,32 @@ impl Facts {
         Self::of_body(&parsed.syntax().body, code)
     }
 
-    /// The facts of `first` then `then` as one code, `then` starting
-    /// `offset` bytes in: a snippet behind the definitions run before it
-    /// (saved helpers), each read on its own, so the snippet is parsed once.
-    pub fn joined(first: &Facts, offset: u32, then: &Facts) -> Self {
+    /// The facts of `first` then `then` as one code (`first` their text,
+    /// `then` starting right after it): a snippet behind the definitions run
+    /// before it (saved helpers), each read on its own, so the snippet is
+    /// parsed once. `then_code` is `then`'s text, for the eager equivalent.
+    pub fn joined(first_code: &str, first: &Facts, then_code: &str, then: &Facts) -> Self {
         let (a, b) = (&first.outline, &then.outline);
         let mut imports = a.imports.clone();
         imports.extend(b.imports.iter().filter(|m| !a.imports.contains(m)).cloned());
+        // What Monty runs instead keeps both parts, each as it runs there.
+        let eager_equivalent = match (&a.eager_equivalent, &b.eager_equivalent) {
+            (None, None) => None,
+            (x, y) => Some(format!(
+                "{}{}",
+                x.as_deref().unwrap_or(first_code),
+                y.as_deref().unwrap_or(then_code)
+            )),
+        };
+        let offset = u32::try_from(first_code.len()).unwrap_or(u32::MAX);
         Self {
             outline: Outline {
                 imports,
                 assigned: [a.assigned.as_slice(), &b.assigned].concat(),
                 definitions: [a.definitions.as_slice(), &b.definitions].concat(),
                 differs_on_monty: a.differs_on_monty.clone().or(b.differs_on_monty.clone()),
+                needs_laziness: a.needs_laziness.clone().or(b.needs_laziness.clone()),
+                eager_equivalent,
             },
             calls: Arc::new(SnippetCalls::joined(&first.calls, offset, &then.calls)),
             definitions: None,
@@ -155,7 +168,7 @@ mod tests {
     fn joined_facts_are_those_of_the_joined_code() {
         let first = "import json\nasync def h():\n    return await g()\n";
         let then = "import re\nx = 1\nawait asyncio.gather(h(), t())\n";
-        let joined = Facts::joined(&Facts::of(first), first.len() as u32, &Facts::of(then));
+        let joined = Facts::joined(first, &Facts::of(first), then, &Facts::of(then));
         let whole = Facts::of(&format!("{first}{then}"));
         let code = format!("{first}{then}");
         assert_eq!(joined.outline.imports, whole.outline.imports);
@@ -164,6 +177,19 @@ mod tests {
         let sites = joined.calls.future_lines(&code);
         assert_eq!(sites, whole.calls.future_lines(&code));
         assert!(sites.len() >= 3, "{sites:?}");
+    }
+
+    #[test]
+    fn the_eager_equivalent_of_joined_code_keeps_the_part_in_front() {
+        let first = "def double(x):\n    return x * 2\n";
+        let then = "xs = [1, 2]\nfirst = next(x for x in xs if x > 1)\n";
+        let own = Facts::of(then).outline.eager_equivalent;
+        let eager = own.expect("Monty runs next() of a generator expression eagerly");
+        let joined = Facts::joined(first, &Facts::of(first), then, &Facts::of(then));
+        assert_eq!(
+            joined.outline.eager_equivalent,
+            Some(format!("{first}{eager}"))
+        );
     }
 
     #[tokio::test]

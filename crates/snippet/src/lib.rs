@@ -9,6 +9,7 @@ pub mod cpython_tables;
 pub mod definitions;
 pub mod facts;
 pub mod imports;
+pub mod laziness;
 pub mod preflight;
 pub mod syntax;
 

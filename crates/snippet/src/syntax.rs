@@ -22,6 +22,12 @@ pub struct Outline {
     /// Code whose answer Monty gives differently without failing (see
     /// [`silent_difference`]): the router sends it to CPython first.
     pub differs_on_monty: Option<String>,
+    /// Code whose meaning depends on lazy iteration, which Monty does not
+    /// have (see [`crate::laziness`]): it must never run on Monty.
+    pub needs_laziness: Option<String>,
+    /// The code as Monty runs it to CPython's answer, when that differs
+    /// from the code as written (see [`crate::laziness::Laziness`]).
+    pub eager_equivalent: Option<String>,
 }
 
 /// The outline of `code` parsed as `body` (see `crate::facts::Facts`, which
@@ -36,6 +42,9 @@ pub fn outline_of(body: &[Stmt], code: &str) -> Outline {
         differs_on_monty: silent.found,
         ..Outline::default()
     };
+    let laziness = crate::laziness::laziness(body, code);
+    outline.needs_laziness = laziness.needed;
+    outline.eager_equivalent = laziness.eager_equivalent;
     top_level(body, code, &mut outline);
     outline
 }
@@ -106,8 +115,9 @@ impl Imports {
 
 /// Constructs Monty runs to a different answer than CPython, seen in the
 /// source: a generator expression kept in a variable (Monty's can be
-/// iterated again), `id()` (distinct objects can share one) and
-/// `sys.platform` (`"monty"`).
+/// iterated again), `id()` (distinct objects can share one),
+/// `sys.platform` (`"monty"`) and `__file__` (`"/main.py"`; CPython's
+/// worker runs code that is in no file).
 #[derive(Default)]
 struct SilentDifferences {
     found: Option<String>,
@@ -134,6 +144,9 @@ impl<'a> Visitor<'a> for SilentDifferences {
         match expr {
             Expr::Call(call) if matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "id") => {
                 self.found = Some("id()".into());
+            }
+            Expr::Name(name) if name.id.as_str() == "__file__" => {
+                self.found = Some("__file__".into());
             }
             Expr::Attribute(attr)
                 if attr.attr.as_str() == "platform"
@@ -266,6 +279,7 @@ mod tests {
             "g = (x for x in range(3))\nlist(g)",
             "def f():\n    return id([])\nf()",
             "import sys\nprint(sys.platform)",
+            "from pathlib import Path\nprint(Path(__file__).name)",
         ] {
             assert!(outline(code).differs_on_monty.is_some(), "{code}");
         }

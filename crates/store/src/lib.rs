@@ -49,6 +49,7 @@
 //! implementation of the rules above ([`sealed::Sealed`]); each only moves
 //! bytes ([`sealed::Backend`]).
 
+mod budget;
 mod handle;
 mod key;
 mod memory;
@@ -66,6 +67,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+pub use self::budget::one_call;
 pub use self::handle::random_bytes;
 pub use self::handle::{Handle, Owner};
 pub use self::key::{SealKey, state_dir};
@@ -248,7 +250,8 @@ fn seconds(d: Duration) -> String {
 }
 
 /// Where sessions live. The futures borrow the store only; every call is
-/// bounded in time by [`StoreLimits::call_timeout`].
+/// bounded in time by [`StoreLimits::call_timeout`], and the calls made
+/// inside one [`one_call`] by one such timeout together.
 pub trait SessionStore: Send + Sync + 'static {
     /// `"memory"`, `"file"` or `"redis"`.
     fn kind(&self) -> &'static str;

@@ -9,6 +9,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+use super::budget;
 use super::handle::random_token;
 use super::key::SealKey;
 use super::orphans::Orphans;
@@ -130,20 +131,34 @@ impl<B: Backend> Sealed<B> {
         store
     }
 
-    /// `call` within the store timeout: a paused or unreachable store costs
-    /// each operation at most that long, and says so.
+    /// `call` within the store timeout, and within what the call it is part
+    /// of has left of one (see [`budget`]): a paused or unreachable store
+    /// costs each call at most that long, and says so.
     async fn bounded<T>(
         &self,
         call: BoxFuture<'_, Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.limits.call_timeout, call).await {
-            Ok(done) => done,
-            Err(_) => {
+        let allowed = budget::allowance(self.limits.call_timeout);
+        let started = Instant::now();
+        let done = if allowed.wait.is_zero() {
+            // The call waited its whole budget already: the store is not asked.
+            None
+        } else {
+            tokio::time::timeout(allowed.wait, call).await.ok()
+        };
+        if matches!(done, None | Some(Err(StoreError::TimedOut { .. }))) {
+            // Only waits that found no answer count: a store that answers,
+            // however many times a call asks it, is not stalled.
+            budget::spend(started.elapsed());
+        }
+        match done {
+            Some(done) => done,
+            None => {
                 let store = self.backend.describe();
-                tracing::warn!(target: "codemcp::session", %store, after_ms = self.limits.call_timeout.as_millis(), "session store did not answer in time");
+                tracing::warn!(target: "codemcp::session", %store, after_ms = allowed.budget.as_millis(), "session store did not answer in time");
                 Err(StoreError::TimedOut {
                     store,
-                    after: self.limits.call_timeout,
+                    after: allowed.budget,
                 })
             }
         }

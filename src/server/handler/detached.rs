@@ -195,7 +195,8 @@ impl Gateway {
             call_context.park = park;
             *call_context.answered.lock() =
                 Some((parked.server.clone(), parked.tool.clone(), reply));
-            async move {
+            // One store budget for the helpers' read and the run's session.
+            crate::exec::store::one_call(async move {
                 let parked = &unparked.parked;
                 let snippet = Snippet::Resumed {
                     code: &parked.code,
@@ -203,7 +204,7 @@ impl Gateway {
                 };
                 let assembly = shared.assemble(call_context, snippet).await;
                 shared.executor.resume(unparked, assembly, control).await
-            }
+            })
         };
         self.detach(context, owner, false, run).await
     }

@@ -46,6 +46,17 @@ pub fn classify(exc: &MontyException) -> Verdict {
         ExcType::SyntaxError if msg.contains("too deeply nested") => Verdict::Unsupported {
             reason: "source nested this deeply".into(),
         },
+        // Monty checks a literal f-string's format spec when it compiles the
+        // snippet, so nothing runs; CPython raises `ValueError` when the line
+        // runs, where the code may catch it.
+        ExcType::SyntaxError if msg.starts_with("Invalid format specifier") => {
+            Verdict::Unsupported {
+                reason: format!(
+                    "an f-string format specifier rejected before running ({msg}); CPython raises \
+                     ValueError when that line runs"
+                ),
+            }
+        }
         ExcType::TimeoutError if is_time_limit(msg) => Verdict::Limit,
         // In-process: "memory limit exceeded: …"; a pool worker killed by its
         // allocator: "the worker exceeded its memory limit …".
@@ -337,6 +348,10 @@ mod tests {
             classify(&exc(ExcType::SyntaxError, "invalid syntax")),
             Verdict::Genuine
         );
+        assert!(matches!(
+            classify(&exc(ExcType::SyntaxError, "Invalid format specifier '10xyz'")),
+            Verdict::Unsupported { reason } if reason.contains("ValueError")
+        ));
     }
 
     #[test]

@@ -436,9 +436,15 @@ fn bind(
     args: &CallArgs,
 ) -> Result<Map<String, Value>, MontyException> {
     let (positional, keywords) = json_args(name, args)?;
-    function
+    let bound = function
         .bind_args(positional, keywords)
-        .map_err(|e| exception(ExcType::TypeError, e.to_string()))
+        .map_err(|e| exception(ExcType::TypeError, e.to_string()))?;
+    // What the pre-flight check refuses unhandled is raised here, before
+    // the server, where the code handles it.
+    match crate::preflight::argument_problem(function, &bound) {
+        Some(problem) => Err(exception(ExcType::TypeError, problem)),
+        None => Ok(bound),
+    }
 }
 
 /// A finished tool call as the sandbox sees it.

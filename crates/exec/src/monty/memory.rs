@@ -131,6 +131,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
                 System.dealloc(ptr.sub(header), full);
             }
         }
+        codemcp_base::process::note_freed(full.size());
         freeze_if_requested();
     }
 
@@ -142,7 +143,11 @@ unsafe impl GlobalAlloc for CountingAllocator {
             return null_mut();
         };
         let slot = current_slot();
-        before_growth(slot, new_size.saturating_sub(layout.size()));
+        let growing = Block {
+            user: ptr,
+            size: layout.size(),
+        };
+        before_growth(slot, new_size.saturating_sub(layout.size()), Some(growing));
         // SAFETY: as for `dealloc`; the grown block keeps the same header in front of the user pointer.
         unsafe {
             let old_slot = read_slot(ptr);
@@ -152,6 +157,9 @@ unsafe impl GlobalAlloc for CountingAllocator {
             };
             if raw.is_null() {
                 return out_of_memory(slot, new_size);
+            }
+            if raw != ptr.sub(header) {
+                codemcp_base::process::note_freed(full.size());
             }
             let user = raw.add(header);
             refund(old_slot, layout.size());
@@ -169,7 +177,7 @@ impl CountingAllocator {
             return null_mut();
         };
         let slot = current_slot();
-        before_growth(slot, layout.size());
+        before_growth(slot, layout.size(), None);
         // SAFETY: `full` is non-zero sized (it includes the header); the user pointer is `header` bytes in.
         unsafe {
             let raw = {
@@ -192,13 +200,19 @@ impl CountingAllocator {
     }
 }
 
+/// A block a `realloc` is growing: `size` bytes at `user`.
+struct Block {
+    user: *mut u8,
+    size: usize,
+}
+
 /// Stops an allocation of `growth` more bytes that would pass its limit: the
 /// in-process hard ceiling, or a self-worker's whole-process limit.
-fn before_growth(slot: u32, growth: usize) {
+fn before_growth(slot: u32, growth: usize, growing: Option<Block>) {
     match slot {
         0 => {}
         WHOLE_PROCESS_SLOT => whole_process::before_growth(growth),
-        _ => stop_at_ceiling(slot, growth),
+        _ => stop_at_ceiling(slot, growth, growing),
     }
 }
 
@@ -241,11 +255,41 @@ fn freeze_if_requested() {
 /// growing a buffer), an allocation cannot fail safely and no exception can be
 /// raised from here, so the thread freezes before allocating. Its supervisor
 /// sees the flag and answers `MemoryError`.
-fn stop_at_ceiling(slot: u32, growth: usize) {
+///
+/// The block being grown (a builtin's result buffer: most of what the run
+/// holds, 245 MiB of the escape corpus's `''.join`) is given back first.
+fn stop_at_ceiling(slot: u32, growth: usize, growing: Option<Block>) {
     let ceiling = HARD_CEILING.load(Ordering::Relaxed);
     if LIVE_MEMORY.load(Ordering::Relaxed).saturating_add(growth) > ceiling {
+        if let Some(block) = growing {
+            give_back_abandoned(block);
+        }
         SLOT_AT_CEILING[slot as usize % SLOTS].store(true, Ordering::SeqCst);
         freeze_current_thread();
+    }
+}
+
+/// Gives the pages of `block` back to the OS and refunds its bytes, on a
+/// thread about to freeze for good. Nothing reads the block again: `realloc`
+/// means its caller owns it alone, and that caller is this thread, which never
+/// runs on. The block is never freed (the thread never returns), so the
+/// refund is never made twice; only its address range stays reserved.
+fn give_back_abandoned(block: Block) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let start = (block.user as usize).next_multiple_of(page);
+    let end = (block.user as usize + block.size) / page * page;
+    if end <= start {
+        return;
+    }
+    // SAFETY: [start, end) lies inside the caller's block (allocator
+    // metadata sits before it); its contents become zero pages, which
+    // nothing reads (see above).
+    let given_back =
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) == 0 };
+    if given_back {
+        // SAFETY: `block.user` came from this allocator (it is being reallocated).
+        refund(unsafe { read_slot(block.user) }, block.size);
     }
 }
 

@@ -13,6 +13,7 @@ mod memory;
 mod scan;
 mod schema;
 mod shape;
+mod values;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use crate::syntax::{MAX_NESTING, nests_deeper_than};
 use codemcp_sdk::{BindError, ResourceArgError, Sdk};
 
 pub use memory::EarlierNames;
+pub use values::argument_problem;
 
 /// Problems listed in one result; the rest are counted.
 const MAX_LISTED: usize = 50;
@@ -169,7 +171,16 @@ pub fn check(code: &str, sdk: &Sdk, earlier: &[String]) -> Checked {
     let mut judge = judge::Judge::new(sdk, &scan, earlier);
     let mut found: Vec<(TextSize, Problem)> = Vec::new();
     for call in &scan.calls {
-        judge.call(call, &mut found);
+        // A problem whose exception a handler around the call catches is
+        // the code's to handle: at run time the call raises it (before
+        // reaching the server, see `argument_problem`).
+        let mut problems = Vec::new();
+        judge.call(call, &mut problems);
+        found.extend(
+            problems
+                .into_iter()
+                .filter(|(_, p)| !call.caught.catches(p.exc_type(), &scan.bound)),
+        );
     }
     let bound_tool_names = judge.bound_tool_names();
     let total = found.len();

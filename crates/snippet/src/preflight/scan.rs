@@ -26,11 +26,91 @@ const DYNAMIC: &[&str] = &[
     "__builtins__",
 ];
 
-/// A call `name(...)` outside any block that could catch its error.
+/// A call `name(...)`, and what the blocks around it catch.
 pub struct Call<'a> {
     pub name: &'a str,
     pub at: TextSize,
     pub arguments: &'a Arguments,
+    pub caught: Caught<'a>,
+}
+
+/// What the `try` handlers (and `with` blocks) around a call catch, as far
+/// as the source tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caught<'a> {
+    /// Any exception may be caught: a bare `except`, `except Exception`, a
+    /// handler whose class the source does not name, a `with` block (its
+    /// context manager may suppress what is raised).
+    Anything,
+    /// The exception classes the handlers name (none: nothing is caught).
+    Classes(Vec<&'a str>),
+}
+
+/// The builtin exceptions the pre-flight's problems raise at run time, with
+/// the classes that catch them.
+const CATCHERS: &[(&str, &[&str])] = &[
+    ("TypeError", &["TypeError", "Exception", "BaseException"]),
+    ("NameError", &["NameError", "Exception", "BaseException"]),
+];
+
+impl Caught<'_> {
+    /// Whether an exception of the builtin class `exc_type` raised by the
+    /// call would be caught; `bound`: the names the snippet binds (a
+    /// handler naming one of those could name any class).
+    pub fn catches(&self, exc_type: &str, bound: &HashSet<&str>) -> bool {
+        match self {
+            Caught::Anything => true,
+            Caught::Classes(classes) => classes.iter().any(|class| {
+                if bound.contains(class) || !is_builtin_exception(class) {
+                    return true;
+                }
+                CATCHERS
+                    .iter()
+                    .find(|(raised, _)| *raised == exc_type)
+                    .is_none_or(|(_, catchers)| catchers.contains(class))
+            }),
+        }
+    }
+}
+
+/// An exception class every run knows by this name: CPython's builtins and
+/// the gateway's `ToolError` (a `RuntimeError`).
+fn is_builtin_exception(name: &str) -> bool {
+    name == "ToolError"
+        || (crate::cpython_tables::BUILTINS.binary_search(&name).is_ok()
+            && (name.ends_with("Error")
+                || name.ends_with("Exception")
+                || name.ends_with("Warning")
+                || matches!(
+                    name,
+                    "KeyboardInterrupt"
+                        | "SystemExit"
+                        | "GeneratorExit"
+                        | "StopIteration"
+                        | "StopAsyncIteration"
+                )))
+}
+
+/// What one `try`'s handlers catch.
+fn handlers_catch<'a>(handlers: &'a [ExceptHandler]) -> Caught<'a> {
+    let mut classes = Vec::new();
+    for ExceptHandler::ExceptHandler(handler) in handlers {
+        let Some(kind) = &handler.type_ else {
+            return Caught::Anything;
+        };
+        let named: Vec<&Expr> = match kind.as_ref() {
+            Expr::Tuple(tuple) => tuple.elts.iter().collect(),
+            one => vec![one],
+        };
+        for class in named {
+            match class {
+                Expr::Name(name) => classes.push(name.id.as_str()),
+                // `mod.Error`, a computed class: it could be anything.
+                _ => return Caught::Anything,
+            }
+        }
+    }
+    Caught::Classes(classes)
 }
 
 #[derive(Default)]
@@ -45,9 +125,10 @@ pub struct Scan<'a> {
     /// The tree was too deep to walk whole: nothing may be judged.
     pub too_deep: bool,
     depth: usize,
-    /// Inside a `try` body with handlers or a `with` body: a failing call
-    /// there may be caught, so reporting it could be a false positive.
-    guarded: usize,
+    /// What the `try` bodies with handlers and `with` bodies around the
+    /// code being walked catch, innermost last; a function's body starts
+    /// afresh (it runs when called, where those handlers may be gone).
+    guards: Vec<Caught<'a>>,
 }
 
 impl<'a> Scan<'a> {
@@ -61,11 +142,31 @@ impl<'a> Scan<'a> {
         self.bound.insert(name);
     }
 
-    /// Walks `body` as code whose errors may be caught.
-    fn visit_guarded(&mut self, body: &'a [Stmt]) {
-        self.guarded += 1;
+    /// Walks `body` as code whose errors `guard` catches.
+    fn visit_guarded(&mut self, body: &'a [Stmt], guard: Caught<'a>) {
+        self.guards.push(guard);
         self.visit_body(body);
-        self.guarded -= 1;
+        self.guards.pop();
+    }
+
+    /// Walks a function's body (or a lambda's): the handlers around its
+    /// definition do not guard its calls.
+    fn visit_apart(&mut self, walk: impl FnOnce(&mut Self)) {
+        let outer = std::mem::take(&mut self.guards);
+        walk(self);
+        self.guards = outer;
+    }
+
+    /// What the handlers around the current point catch, together.
+    fn caught(&self) -> Caught<'a> {
+        let mut classes = Vec::new();
+        for guard in &self.guards {
+            match guard {
+                Caught::Anything => return Caught::Anything,
+                Caught::Classes(named) => classes.extend(named.iter().copied()),
+            }
+        }
+        Caught::Classes(classes)
     }
 
     fn enter(&mut self) -> bool {
@@ -80,7 +181,7 @@ impl<'a> Scan<'a> {
     fn visit_statement(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::Try(try_) if !try_.handlers.is_empty() => {
-                self.visit_guarded(&try_.body);
+                self.visit_guarded(&try_.body, handlers_catch(&try_.handlers));
                 try_.handlers
                     .iter()
                     .for_each(|h| self.visit_except_handler(h));
@@ -90,10 +191,25 @@ impl<'a> Scan<'a> {
             }
             Stmt::With(with) => {
                 with.items.iter().for_each(|i| self.visit_with_item(i));
-                self.visit_guarded(&with.body);
+                self.visit_guarded(&with.body, Caught::Anything);
                 return;
             }
-            Stmt::FunctionDef(def) => self.bind(def.name.as_str()),
+            Stmt::FunctionDef(def) => {
+                self.bind(def.name.as_str());
+                // Decorators, defaults and annotations run here; the body later.
+                for decorator in &def.decorator_list {
+                    self.visit_decorator(decorator);
+                }
+                if let Some(type_params) = &def.type_params {
+                    self.visit_type_params(type_params);
+                }
+                self.visit_parameters(&def.parameters);
+                if let Some(returns) = &def.returns {
+                    self.visit_annotation(returns);
+                }
+                self.visit_apart(|scan| scan.visit_body(&def.body));
+                return;
+            }
             Stmt::ClassDef(class) => self.bind(class.name.as_str()),
             Stmt::Import(import) => {
                 for alias in &import.names {
@@ -121,14 +237,22 @@ impl<'a> Scan<'a> {
         match expr {
             Expr::Name(name) if name.ctx == ExprContext::Store => self.bind(name.id.as_str()),
             Expr::Name(name) if DYNAMIC.contains(&name.id.as_str()) => self.dynamic = true,
-            Expr::Call(call) if self.guarded == 0 => {
+            Expr::Call(call) => {
                 if let Expr::Name(name) = call.func.as_ref() {
                     self.calls.push(Call {
                         name: name.id.as_str(),
                         at: expr.range().start(),
                         arguments: &call.arguments,
+                        caught: self.caught(),
                     });
                 }
+            }
+            Expr::Lambda(lambda) => {
+                if let Some(parameters) = &lambda.parameters {
+                    self.visit_parameters(parameters);
+                }
+                self.visit_apart(|scan| scan.visit_expr(&lambda.body));
+                return;
             }
             _ => {}
         }
@@ -219,13 +343,63 @@ mod tests {
     }
 
     #[test]
-    fn calls_that_an_except_or_a_with_could_catch_are_not_judged() {
+    fn each_call_knows_what_the_handlers_around_it_catch() {
         let code = "f(1)\ntry:\n    g(1)\nexcept Exception:\n    h(1)\n\
-                    with cm() as c:\n    i(1)\ntry:\n    j(1)\nfinally:\n    k(1)\nobj.m(1)";
+                    with cm() as c:\n    i(1)\ntry:\n    j(1)\nfinally:\n    k(1)\nobj.m(1)\n\
+                    try:\n    try:\n        l(1)\n    except KeyError:\n        pass\n\
+                    except (ValueError, ToolError):\n    pass\n\
+                    try:\n    def later():\n        m(1)\n    n(lambda: o(1))\nexcept:\n    pass";
         scanned(code, |scan| {
-            let names: Vec<&str> = scan.calls.iter().map(|c| c.name).collect();
-            assert_eq!(names, ["f", "h", "cm", "j", "k"]);
+            let seen: Vec<(&str, Caught<'_>)> = scan
+                .calls
+                .iter()
+                .map(|c| (c.name, c.caught.clone()))
+                .collect();
+            let none = Caught::Classes(Vec::new());
+            assert_eq!(
+                seen,
+                [
+                    ("f", none.clone()),
+                    ("g", Caught::Classes(vec!["Exception"])),
+                    ("h", none.clone()),
+                    ("cm", none.clone()),
+                    ("i", Caught::Anything),
+                    ("j", none.clone()),
+                    ("k", none.clone()),
+                    (
+                        "l",
+                        Caught::Classes(vec!["ValueError", "ToolError", "KeyError"])
+                    ),
+                    ("m", none.clone()),
+                    ("n", Caught::Anything),
+                    ("o", none),
+                ]
+            );
         });
+    }
+
+    #[test]
+    fn a_handler_catches_the_class_raised_and_its_bases_only() {
+        let bound = HashSet::new();
+        let named = |classes: &[&'static str]| Caught::Classes(classes.to_vec());
+        for catcher in ["TypeError", "Exception", "BaseException"] {
+            assert!(named(&["KeyError", catcher]).catches("TypeError", &bound));
+        }
+        for other in [
+            "ValueError",
+            "ToolError",
+            "RuntimeError",
+            "KeyError",
+            "NameError",
+        ] {
+            assert!(!named(&[other]).catches("TypeError", &bound), "{other}");
+        }
+        assert!(named(&["NameError"]).catches("NameError", &bound));
+        assert!(!named(&["TypeError"]).catches("NameError", &bound));
+        // A class the snippet names itself could be any class.
+        assert!(named(&["MyError"]).catches("TypeError", &bound));
+        let aliased: HashSet<&str> = ["ValueError"].into_iter().collect();
+        assert!(named(&["ValueError"]).catches("TypeError", &aliased));
     }
 
     #[test]

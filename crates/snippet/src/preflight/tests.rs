@@ -376,3 +376,35 @@ fn a_required_none_is_refused_where_the_schema_rules_out_null() {
         ["line 1: everything_get_sum() argument 'a' must be float, not None"]
     );
 }
+
+#[test]
+fn a_call_whose_error_a_handler_catches_is_left_to_run_time() {
+    for code in [
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept TypeError as e:\n    print(e)",
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept Exception:\n    pass",
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept:\n    pass",
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept (KeyError, TypeError):\n    pass",
+        "try:\n    everything_get_sum(c=1)\nexcept BaseException:\n    pass",
+        "try:\n    everything_get_summ()\nexcept NameError:\n    pass",
+        "try:\n    try:\n        everything_get_sum(c=1)\n    finally:\n        pass\nexcept TypeError:\n    pass",
+        "Oops = TypeError\ntry:\n    everything_get_sum(c=1)\nexcept Oops:\n    pass",
+        "try:\n    everything_get_sum(c=1)\nexcept errors.Bad:\n    pass",
+    ] {
+        assert_eq!(found(code), Vec::<String>::new(), "{code}");
+    }
+}
+
+#[test]
+fn a_call_no_handler_catches_is_still_refused() {
+    for code in [
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept ValueError:\n    pass",
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept ToolError:\n    pass",
+        "try:\n    everything_get_sum(a='x', b=1)\nexcept (KeyError, RuntimeError):\n    pass",
+        "try:\n    everything_get_sum(a='x', b=1)\nfinally:\n    print('done')",
+        "try:\n    everything_get_summ()\nexcept TypeError:\n    pass",
+        "try:\n    def later():\n        return everything_get_sum(c=1)\nexcept TypeError:\n    pass\nlater()",
+        "try:\n    f = lambda: everything_get_sum(c=1)\nexcept Exception:\n    pass",
+    ] {
+        assert_eq!(found(code).len(), 1, "{code}");
+    }
+}

@@ -1,4 +1,4 @@
-//! Downloads the recipe's files, each checked against its pinned SHA-256 and
+//! Downloads pinned files, each checked against its pinned SHA-256 and
 //! size, into a cache named by digest: a second build downloads nothing. A
 //! file whose digest differs is refused at once, not retried elsewhere: a
 //! mirror serving other bytes under a pinned name is tampered or broken, and
@@ -9,8 +9,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::Digest;
+use futures::{StreamExt, TryStreamExt};
 
+use crate::sha256_hex;
+
+/// Downloads at once: a few, to be kind to the mirror.
+const PARALLEL_DOWNLOADS: usize = 4;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest pinned file is under 3 MB.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(180);
@@ -77,6 +81,45 @@ pub fn client() -> Result<reqwest::Client, FetchError> {
         .user_agent(concat!("codemcp/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| FetchError::Client(e.to_string()))
+}
+
+/// Every file of `items`, in their order, a few downloads at a time.
+pub struct Fetched {
+    pub files: Vec<Vec<u8>>,
+    /// How many were downloaded (the others came from the cache).
+    pub downloaded: usize,
+}
+
+/// Fetches every one of `items` (see [`fetch`]); the first failure stops it.
+pub async fn fetch_all(
+    client: &reqwest::Client,
+    cache: &Path,
+    items: &[Pinned],
+) -> Result<Fetched, FetchError> {
+    let total = items.len();
+    let mut files: Vec<(usize, Vec<u8>)> = Vec::with_capacity(total);
+    let mut downloaded = 0;
+    // Owned values: a borrowing stream would not be `Send` for every lifetime
+    // (callers run this on spawned tasks).
+    let mut fetches = futures::stream::iter(items.iter().cloned().enumerate())
+        .map(|(i, item)| {
+            let (client, cache) = (client.clone(), cache.to_path_buf());
+            async move { fetch(&client, &cache, &item).await.map(|got| (i, got)) }
+        })
+        .buffer_unordered(PARALLEL_DOWNLOADS);
+    while let Some((i, (bytes, fresh))) = fetches.try_next().await? {
+        if fresh {
+            downloaded += 1;
+            tracing::info!(target: "codemcp::worker", file = %items[i].name, kb = bytes.len() / 1024, "downloaded ({}/{total})", files.len() + 1);
+        }
+        files.push((i, bytes));
+    }
+    drop(fetches);
+    files.sort_by_key(|(i, _)| *i);
+    Ok(Fetched {
+        files: files.into_iter().map(|(_, bytes)| bytes).collect(),
+        downloaded,
+    })
 }
 
 /// The bytes of `item`, from the cache or downloaded; `Ok((bytes, true))`
@@ -179,13 +222,6 @@ fn store(cache: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-pub fn sha256_hex(data: &[u8]) -> String {
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[cfg(test)]
