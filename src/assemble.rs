@@ -47,12 +47,30 @@ pub enum ExecError {
     },
 }
 
-/// The engines `settings` ask for, behind the checks every run goes through.
+/// The engine stack, and the saved helpers each run is assembled with
+/// (`crate::helpers::assemble`).
+pub struct Assembled {
+    pub executor: Executor,
+    pub helpers: Option<Arc<crate::helpers::Helpers>>,
+}
+
+impl From<Executor> for Assembled {
+    /// An engine stack that keeps no saved helpers (tests, fuzzing).
+    fn from(executor: Executor) -> Self {
+        Self {
+            executor,
+            helpers: None,
+        }
+    }
+}
+
+/// The engines `settings` ask for, behind the checks every run goes through,
+/// and the saved helpers.
 ///
 /// # Errors
 /// When an engine asked for explicitly cannot start (no worker binary, no
 /// Docker engine or image, no usable Python).
-pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor, ExecError> {
+pub async fn build(settings: &Settings, transport: Transport) -> Result<Assembled, ExecError> {
     let Settings {
         limits,
         sessions,
@@ -93,7 +111,10 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Executor
     tracing::info!(target: "codemcp", sessions = %sessions.describe(), "session store ready");
     let helpers =
         crate::helpers::Helpers::from_settings(settings, &spec, key).map_err(ExecError::Store)?;
-    Ok(Executor::new(engine, checks, sessions).with_helpers(Arc::new(helpers)))
+    Ok(Assembled {
+        executor: Executor::new(engine, checks, sessions),
+        helpers: Some(Arc::new(helpers)),
+    })
 }
 
 /// The session store and key `settings` name (saved helpers live there too):

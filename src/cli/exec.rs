@@ -9,7 +9,7 @@ use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
 use crate::config::Settings;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
-use crate::exec::{Executor, RunControl, RunRequest, ToolHost};
+use crate::exec::{RunControl, RunRequest, ToolHost};
 use crate::server;
 use crate::upstream::Catalog;
 
@@ -19,12 +19,13 @@ pub(super) async fn exec(
     catalog: Catalog,
     code: String,
 ) -> Result<ExitCode, String> {
-    let executor = assemble::build(settings, Transport::Stdio)
+    let assembled = assemble::build(settings, Transport::Stdio)
         .await
         .map_err(|e| e.to_string())?;
+    let executor = &assembled.executor;
     let code = exec_once(
         catalog,
-        &executor,
+        &assembled,
         Authority::from_settings(settings).map_err(|e| e.to_string())?,
         code,
         settings.output,
@@ -36,7 +37,7 @@ pub(super) async fn exec(
 
 async fn exec_once(
     catalog: Catalog,
-    executor: &Executor,
+    assembled: &assemble::Assembled,
     authority: Authority,
     code: String,
     output: OutputFormat,
@@ -50,14 +51,24 @@ async fn exec_once(
     let context = CallContext::new(identity, None, Asker::Nobody, Default::default());
     let host: Arc<dyn ToolHost> =
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
-    let request = RunRequest {
-        code,
-        timeout: None,
-        session: None,
-    };
-    let execution = executor
-        .run(Owner::anonymous(), request, host, RunControl::default())
-        .await;
+    // Assembled as the gateway assembles a run (`GatewayState::assemble`),
+    // in one store budget with the run.
+    let execution = crate::exec::store::one_call(async move {
+        let snippet = crate::helpers::Snippet::New(&code);
+        let helpers = assembled.helpers.as_ref();
+        let assembly = crate::helpers::assemble(helpers, Owner::anonymous(), snippet, host).await;
+        let request = RunRequest {
+            code,
+            timeout: None,
+            session: None,
+        };
+        let control = RunControl::default();
+        assembled
+            .executor
+            .run(Owner::anonymous(), request, assembly, control)
+            .await
+    })
+    .await;
     print!("{}", server::render(&execution, output));
     if execution.error.is_some() {
         ExitCode::FAILURE

@@ -3,11 +3,9 @@
 //! it cannot be kept: a saved helper is defined again at the start of every
 //! later run, so defining it must have no effect but the definitions.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprContext, Parameter, Stmt, StmtFunctionDef};
-use ruff_text_size::{Ranged, TextSize};
+use codemcp_snippet::definitions::{Def, Definitions};
 
 use crate::exec::helpers::HELPER_FUNCTIONS;
 use crate::sdk::{RESERVED_NAMES, Sdk};
@@ -76,10 +74,11 @@ pub enum Refusal {
     TooLarge { size: usize, max: usize },
 }
 
-/// Cuts helper `name` out of `code`. `sdk`: the caller's tools, against
-/// which every name and call is checked (`None`: the operator's files, not
-/// checked); `helpers`: the names of the helpers the caller already has
-/// (they may be called); `max_bytes`: the size bound.
+/// Cuts helper `name` out of `code`, read here (the operator's files, and
+/// a run whose own analysis is not at hand). `sdk`: the caller's tools,
+/// against which every name and call is checked (`None`: the operator's
+/// files, not checked); `helpers`: the names of the helpers the caller
+/// already has (they may be called); `max_bytes`: the size bound.
 pub fn extract(
     code: &str,
     name: &str,
@@ -87,66 +86,92 @@ pub fn extract(
     helpers: &BTreeSet<String>,
     max_bytes: usize,
 ) -> Result<Extracted, Refusal> {
-    let parsed = ruff_python_parser::parse_module(code).map_err(|e| Refusal::Syntax {
-        at: position(code, e.location.start()),
-        message: e.error.to_string(),
+    let top = Definitions::read(code).map_err(|e| Refusal::Syntax {
+        at: position(code, e.at),
+        message: e.message,
     })?;
-    let body = &parsed.syntax().body;
-    let top = TopLevel::of(body);
-    if !top.defs.contains_key(name) {
-        return Err(Refusal::NotDefined {
-            name: name.to_owned(),
-        });
-    }
-    let mut needed = Needed::default();
-    let mut queue = vec![name.to_owned()];
-    while let Some(def_name) = queue.pop() {
-        if !needed.defs.insert(def_name.clone()) {
-            continue;
-        }
-        let Some(&def) = top.defs.get(&def_name) else {
-            continue;
+    let cut = Cut {
+        code,
+        top: &top,
+        sdk,
+        helpers,
+        max_bytes,
+        checked: false,
+    };
+    cut.extract(name)
+}
+
+/// What a helper is cut from, and against what.
+pub struct Cut<'a> {
+    pub code: &'a str,
+    /// `code`'s top level (from the run's analysis: `Facts::definitions`).
+    pub top: &'a Definitions,
+    pub sdk: Option<&'a Sdk>,
+    pub helpers: &'a BTreeSet<String>,
+    pub max_bytes: usize,
+    /// `code` passed the pre-flight check of the run that saves (it ran):
+    /// its calls need no second check.
+    pub checked: bool,
+}
+
+impl Cut<'_> {
+    /// Cuts helper `name` out of the code.
+    pub fn extract(&self, name: &str) -> Result<Extracted, Refusal> {
+        let (code, top, sdk) = (self.code, self.top, self.sdk);
+        let Some(def) = top.defs.get(name) else {
+            return Err(Refusal::NotDefined {
+                name: name.to_owned(),
+            });
         };
-        check_definition(code, def, sdk)?;
-        for (free, at) in free_names(def) {
-            if top.defs.contains_key(&free) {
-                queue.push(free);
-            } else if let Some(&index) = top.imports.get(&free) {
-                needed.imports.insert(index);
-            } else if let Some(&stmt_at) = top.others.get(&free) {
-                return Err(Refusal::TopLevel {
-                    at: position(code, stmt_at),
-                    name: free,
-                });
-            } else if helpers.contains(&free) {
-                needed.helpers.insert(free);
-            } else if !known_elsewhere(&free, sdk) {
-                return Err(Refusal::Unknown {
-                    at: position(code, at),
-                    name: free,
-                });
+        let mut needed = Needed::default();
+        let mut queue = vec![name.to_owned()];
+        while let Some(def_name) = queue.pop() {
+            if !needed.defs.insert(def_name.clone()) {
+                continue;
+            }
+            let Some(def) = top.defs.get(&def_name) else {
+                continue;
+            };
+            check_definition(code, &def_name, def, sdk)?;
+            for (free, at) in &def.free {
+                if top.defs.contains_key(free) {
+                    queue.push(free.clone());
+                } else if let Some(&index) = top.imports.get(free) {
+                    needed.imports.insert(index);
+                } else if let Some(&stmt_at) = top.others.get(free) {
+                    return Err(Refusal::TopLevel {
+                        at: position(code, stmt_at),
+                        name: free.clone(),
+                    });
+                } else if self.helpers.contains(free) {
+                    needed.helpers.insert(free.clone());
+                } else if !known_elsewhere(free, sdk) {
+                    return Err(Refusal::Unknown {
+                        at: position(code, *at),
+                        name: free.clone(),
+                    });
+                }
             }
         }
+        if let Some(sdk) = sdk.filter(|_| !self.checked) {
+            preflight(code, sdk, self.helpers, top, &needed)?;
+        }
+        let source = needed.source(code, top);
+        if source.len() > self.max_bytes {
+            return Err(Refusal::TooLarge {
+                size: source.len(),
+                max: self.max_bytes,
+            });
+        }
+        Ok(Extracted {
+            name: name.to_owned(),
+            signature: def.signature.clone(),
+            stub: def.stub.clone(),
+            doc: def.doc.clone(),
+            uses_helpers: needed.helpers.into_iter().collect(),
+            source,
+        })
     }
-    if let Some(sdk) = sdk {
-        preflight(code, sdk, helpers, &top, &needed)?;
-    }
-    let source = needed.source(code, body);
-    if source.len() > max_bytes {
-        return Err(Refusal::TooLarge {
-            size: source.len(),
-            max: max_bytes,
-        });
-    }
-    let def = top.defs[name];
-    Ok(Extracted {
-        name: name.to_owned(),
-        signature: signature(code, def, false),
-        stub: signature(code, def, true),
-        doc: docstring(def),
-        uses_helpers: needed.helpers.into_iter().collect(),
-        source,
-    })
 }
 
 /// A name the helper may use without carrying it: a builtin, a tool
@@ -161,59 +186,6 @@ fn known_elsewhere(name: &str, sdk: Option<&Sdk>) -> bool {
         || HELPER_FUNCTIONS.contains(&name)
 }
 
-/// The snippet's top level: functions, imports (by the name they bind) and
-/// what other statements bind.
-#[derive(Default)]
-struct TopLevel<'a> {
-    defs: HashMap<String, &'a StmtFunctionDef>,
-    /// Bound name → index of its import statement in the body.
-    imports: HashMap<String, usize>,
-    /// Bound name → start of the statement that binds it.
-    others: HashMap<String, TextSize>,
-}
-
-impl<'a> TopLevel<'a> {
-    fn of(body: &'a [Stmt]) -> Self {
-        let mut top = TopLevel::default();
-        for (index, stmt) in body.iter().enumerate() {
-            match stmt {
-                Stmt::FunctionDef(def) => {
-                    top.defs.insert(def.name.to_string(), def);
-                    top.others.remove(def.name.as_str());
-                }
-                Stmt::Import(import) => {
-                    for alias in &import.names {
-                        let bound = alias.asname.as_ref().map_or_else(
-                            || alias.name.split('.').next().unwrap_or_default().to_owned(),
-                            ToString::to_string,
-                        );
-                        top.imports.insert(bound, index);
-                    }
-                }
-                Stmt::ImportFrom(from) => {
-                    for alias in &from.names {
-                        let bound = alias.asname.as_ref().unwrap_or(&alias.name).to_string();
-                        top.imports.insert(bound, index);
-                    }
-                }
-                Stmt::ClassDef(class) => {
-                    top.others.insert(class.name.to_string(), stmt.start());
-                }
-                other => {
-                    let mut stores = Names::default();
-                    stores.visit_stmt(other);
-                    for (name, _) in stores.stores {
-                        if !top.defs.contains_key(&name) {
-                            top.others.entry(name).or_insert(other.start());
-                        }
-                    }
-                }
-            }
-        }
-        top
-    }
-}
-
 /// What the helper carries.
 #[derive(Default)]
 struct Needed {
@@ -224,20 +196,16 @@ struct Needed {
 
 impl Needed {
     /// Imports first, then functions, each in snippet order.
-    fn source(&self, code: &str, body: &[Stmt]) -> String {
-        let mut parts: Vec<&str> = Vec::new();
-        for index in &self.imports {
-            if let Some(stmt) = body.get(*index) {
-                parts.push(&code[stmt.range()]);
-            }
-        }
-        for stmt in body {
-            if let Stmt::FunctionDef(def) = stmt
-                && self.defs.contains(def.name.as_str())
-            {
-                parts.push(&code[stmt.range()]);
-            }
-        }
+    fn source(&self, code: &str, top: &Definitions) -> String {
+        let text = |index: &usize| {
+            let (start, end) = top.statements.get(*index).copied().unwrap_or_default();
+            code.get(start as usize..end as usize).unwrap_or_default()
+        };
+        let mut defs: Vec<usize> = (self.defs.iter())
+            .filter_map(|name| top.defs.get(name).map(|d| d.index))
+            .collect();
+        defs.sort_unstable();
+        let parts: Vec<&str> = self.imports.iter().chain(&defs).map(text).collect();
         let mut source = parts.join("\n\n");
         source.push('\n');
         source
@@ -246,9 +214,8 @@ impl Needed {
 
 /// Decorators, and calls in defaults or annotations, run at definition;
 /// a name of a tool or gateway function would be shadowed.
-fn check_definition(code: &str, def: &StmtFunctionDef, sdk: Option<&Sdk>) -> Result<(), Refusal> {
-    let name = def.name.as_str();
-    let at = position(code, def.name.start());
+fn check_definition(code: &str, name: &str, def: &Def, sdk: Option<&Sdk>) -> Result<(), Refusal> {
+    let at = position(code, def.name_at);
     let shadowed = if sdk.is_some_and(|sdk| sdk.get(name).is_some()) {
         Some("a tool function")
     } else if RESERVED_NAMES.contains(&name) || HELPER_FUNCTIONS.contains(&name) {
@@ -265,18 +232,13 @@ fn check_definition(code: &str, def: &StmtFunctionDef, sdk: Option<&Sdk>) -> Res
             what,
         });
     }
-    if let Some(decorator) = def.decorator_list.first() {
+    if let Some(decorator) = def.decorator_at {
         return Err(Refusal::SideEffect {
-            at: position(code, decorator.start()),
+            at: position(code, decorator),
             what: "a decorator",
         });
     }
-    let mut calls = Calls::default();
-    calls.visit_parameters(&def.parameters);
-    if let Some(returns) = &def.returns {
-        calls.visit_expr(returns);
-    }
-    match calls.first {
+    match def.signature_call_at {
         Some(at) => Err(Refusal::SideEffect {
             at: position(code, at),
             what: "a call in the signature",
@@ -291,7 +253,7 @@ fn preflight(
     code: &str,
     sdk: &Sdk,
     helpers: &BTreeSet<String>,
-    top: &TopLevel<'_>,
+    top: &Definitions,
     needed: &Needed,
 ) -> Result<(), Refusal> {
     let earlier: Vec<String> = helpers.iter().cloned().collect();
@@ -302,8 +264,8 @@ fn preflight(
             .iter()
             .filter_map(|d| top.defs.get(d))
             .any(|def| {
-                let first = position(code, def.start()).line;
-                let last = position(code, def.end()).line;
+                let first = position(code, def.range.0).line;
+                let last = position(code, def.range.1).line;
                 (first..=last).contains(&finding.line)
             });
         if inside {
@@ -319,172 +281,9 @@ fn preflight(
     Ok(())
 }
 
-/// Names a function reads but does not bind itself, with where first read.
-fn free_names(def: &StmtFunctionDef) -> Vec<(String, TextSize)> {
-    let mut names = Names::default();
-    // Its own name is bound by the def; recursion needs nothing more.
-    names.stores.push((def.name.to_string(), def.start()));
-    for decorator in &def.decorator_list {
-        names.visit_expr(&decorator.expression);
-    }
-    names.visit_parameters(&def.parameters);
-    if let Some(returns) = &def.returns {
-        names.visit_expr(returns);
-    }
-    for stmt in &def.body {
-        names.visit_stmt(stmt);
-    }
-    let bound: BTreeSet<&str> = names.stores.iter().map(|(n, _)| n.as_str()).collect();
-    let mut seen = BTreeSet::new();
-    names
-        .loads
-        .iter()
-        .filter(|(n, _)| !bound.contains(n.as_str()) && seen.insert(n.clone()))
-        .cloned()
-        .collect()
-}
-
-#[derive(Default)]
-struct Names {
-    loads: Vec<(String, TextSize)>,
-    stores: Vec<(String, TextSize)>,
-}
-
-impl<'a> Visitor<'a> for Names {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        match stmt {
-            Stmt::FunctionDef(def) => self.stores.push((def.name.to_string(), def.start())),
-            Stmt::ClassDef(class) => self.stores.push((class.name.to_string(), class.start())),
-            Stmt::Import(import) => {
-                for alias in &import.names {
-                    let bound = alias.asname.as_ref().unwrap_or(&alias.name);
-                    let first = bound.split('.').next().unwrap_or_default().to_owned();
-                    self.stores.push((first, stmt.start()));
-                }
-            }
-            Stmt::ImportFrom(from) => {
-                for alias in &from.names {
-                    let bound = alias.asname.as_ref().unwrap_or(&alias.name);
-                    self.stores.push((bound.to_string(), stmt.start()));
-                }
-            }
-            Stmt::Global(global) => {
-                for name in &global.names {
-                    self.stores.push((name.to_string(), stmt.start()));
-                }
-            }
-            _ => {}
-        }
-        visitor::walk_stmt(self, stmt);
-    }
-
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Name(name) = expr {
-            let entry = (name.id.to_string(), name.start());
-            match name.ctx {
-                ExprContext::Load => self.loads.push(entry),
-                _ => self.stores.push(entry),
-            }
-        }
-        visitor::walk_expr(self, expr);
-    }
-
-    fn visit_parameter(&mut self, parameter: &'a Parameter) {
-        self.stores
-            .push((parameter.name.to_string(), parameter.start()));
-        visitor::walk_parameter(self, parameter);
-    }
-
-    fn visit_except_handler(&mut self, handler: &'a ruff_python_ast::ExceptHandler) {
-        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = handler;
-        if let Some(name) = &h.name {
-            self.stores.push((name.to_string(), h.start()));
-        }
-        visitor::walk_except_handler(self, handler);
-    }
-}
-
-/// The first call in what it visits.
-#[derive(Default)]
-struct Calls {
-    first: Option<TextSize>,
-}
-
-impl<'a> Visitor<'a> for Calls {
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if matches!(expr, Expr::Call(_) | Expr::Lambda(_) | Expr::Await(_)) {
-            self.first.get_or_insert(expr.start());
-            return;
-        }
-        visitor::walk_expr(self, expr);
-    }
-}
-
-/// `name(params) -> returns` as written; with `typed`, every parameter and
-/// the return annotated (`Any` where the source is not) and every default
-/// `...`, as a type stub wants.
-fn signature(code: &str, def: &StmtFunctionDef, typed: bool) -> String {
-    let returns = def.returns.as_ref().map(|r| &code[r.range()]);
-    if !typed {
-        let params = &code[def.parameters.range()];
-        return match returns {
-            Some(r) => format!("{}{params} -> {r}", def.name),
-            None => format!("{}{params}", def.name),
-        };
-    }
-    let p = &def.parameters;
-    let annotated = |param: &Parameter| -> String {
-        let ann = param
-            .annotation
-            .as_ref()
-            .map_or("Any", |a| &code[a.range()]);
-        format!("{}: {ann}", param.name)
-    };
-    let mut parts: Vec<String> = Vec::new();
-    let with_default = |pd: &ruff_python_ast::ParameterWithDefault| {
-        let mut text = annotated(&pd.parameter);
-        if pd.default.is_some() {
-            text.push_str(" = ...");
-        }
-        text
-    };
-    parts.extend(p.posonlyargs.iter().map(with_default));
-    if !p.posonlyargs.is_empty() {
-        parts.push("/".to_owned());
-    }
-    parts.extend(p.args.iter().map(with_default));
-    match &p.vararg {
-        Some(v) => parts.push(format!("*{}", annotated(v))),
-        None if !p.kwonlyargs.is_empty() => parts.push("*".to_owned()),
-        None => {}
-    }
-    parts.extend(p.kwonlyargs.iter().map(with_default));
-    if let Some(k) = &p.kwarg {
-        parts.push(format!("**{}", annotated(k)));
-    }
-    let prefix = if def.is_async { "async def" } else { "def" };
-    format!(
-        "{prefix} {}({}) -> {}: ...",
-        def.name,
-        parts.join(", "),
-        returns.unwrap_or("Any")
-    )
-}
-
-/// The function's docstring, if its body starts with one.
-fn docstring(def: &StmtFunctionDef) -> String {
-    match def.body.first() {
-        Some(Stmt::Expr(expr)) => match expr.value.as_ref() {
-            Expr::StringLiteral(s) => s.value.to_str().trim().to_owned(),
-            _ => String::new(),
-        },
-        _ => String::new(),
-    }
-}
-
 /// 1-based line and column (in characters) of `offset` in `code`.
-pub fn position(code: &str, offset: TextSize) -> Position {
-    let at = usize::from(offset).min(code.len());
+pub fn position(code: &str, offset: u32) -> Position {
+    let at = (offset as usize).min(code.len());
     let before = code.get(..at).unwrap_or_default();
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::prelude::prelude;
+use super::prelude::{Prelude, prelude};
 use super::record::Helper;
-use super::{HelperCall, Helpers, Visible, Wrapped};
+use super::{HelperCall, Helpers, Visible};
+use crate::exec::helpers::{Assembly, SnippetFacts};
 use crate::exec::store::Owner;
 use crate::exec::{ToolFailure, ToolHost};
 use crate::sdk::{ResourceCall, Sdk};
@@ -23,6 +24,8 @@ pub struct HelperHost {
     owner: Owner,
     /// The snippet as its caller sent it: what `save_helper` cuts from.
     code: Arc<str>,
+    /// Its analysis, once the executor has read it (see `SnippetFacts`).
+    facts: SnippetFacts,
     sdk: Arc<Sdk>,
     /// The tools without helpers: what a helper's names are checked against.
     plain: Arc<Sdk>,
@@ -31,43 +34,72 @@ pub struct HelperHost {
     defined: Vec<(String, String)>,
 }
 
-impl HelperHost {
-    /// Wraps `inner` for a run of `code` by `owner`.
-    pub async fn wrap(
-        helpers: Arc<Helpers>,
-        owner: Owner,
-        code: &str,
-        inner: Arc<dyn ToolHost>,
-    ) -> Wrapped {
-        let Visible {
-            current,
-            docs,
-            problem,
-        } = helpers.visible(&owner).await;
-        let plain = inner.sdk();
-        let sdk = Arc::new(plain.as_ref().clone().with_helpers(docs));
-        let prelude = prelude(code, &current);
-        let defined = prelude.as_ref().map_or_else(Vec::new, |p| {
-            p.names
-                .iter()
-                .filter_map(|n| current.get(n).map(|h| (n.clone(), h.source.clone())))
-                .collect()
-        });
-        let host = HelperHost {
-            defined,
-            inner,
-            helpers,
-            owner,
-            code: Arc::from(code),
-            sdk,
-            plain,
-            names: current.keys().cloned().collect(),
-        };
-        Wrapped {
-            tools: Arc::new(host),
-            prelude,
-            warning: problem.map(|p| format!("your saved helpers are not available: {p}")),
+/// The snippet a run is assembled for.
+pub enum Snippet<'a> {
+    /// A new run of this code: the helpers it names are defined first.
+    New(&'a str),
+    /// A parked run going on: its helpers were defined when it began.
+    Resumed {
+        code: &'a str,
+        prelude: Option<&'a Prelude>,
+    },
+}
+
+/// What one run needs from the gateway's helpers, run or resumed alike:
+/// `inner` (the caller's guarded tools) with `owner`'s helpers around them,
+/// and for a new run the helpers its snippet uses, to define first; `inner`
+/// alone when the gateway keeps no helpers.
+pub async fn assemble(
+    helpers: Option<&Arc<Helpers>>,
+    owner: Owner,
+    snippet: Snippet<'_>,
+    inner: Arc<dyn ToolHost>,
+) -> Assembly {
+    let Some(helpers) = helpers.cloned() else {
+        return Assembly::tools(inner);
+    };
+    let Visible {
+        current,
+        docs,
+        problem,
+    } = helpers.visible(&owner).await;
+    let plain = inner.sdk();
+    let sdk = Arc::new(plain.as_ref().clone().with_helpers(docs));
+    let (code, prelude, names) = match snippet {
+        Snippet::New(code) => {
+            let prelude = prelude(code, &current);
+            let names = prelude.as_ref().map(|p| p.names.clone());
+            (code, prelude, names)
         }
+        Snippet::Resumed { code, prelude } => (code, None, prelude.map(|p| p.names.clone())),
+    };
+    // A resumed run's helpers are the versions it began with; their
+    // sources now are as near as the audit line can tell.
+    let defined = names
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| current.get(&n).map(|h| (n, h.source.clone())))
+        .collect();
+    let facts = SnippetFacts::default();
+    let host = HelperHost {
+        defined,
+        inner,
+        helpers,
+        owner,
+        code: Arc::from(code),
+        facts: facts.clone(),
+        sdk,
+        plain,
+        names: current.keys().cloned().collect(),
+    };
+    Assembly {
+        tools: Arc::new(host),
+        prelude,
+        warnings: problem
+            .map(|p| format!("your saved helpers are not available: {p}"))
+            .into_iter()
+            .collect(),
+        snippet: facts,
     }
 }
 
@@ -147,6 +179,7 @@ impl ToolHost for HelperHost {
             helpers: self.helpers.clone(),
             owner: self.owner,
             code: self.code.clone(),
+            facts: self.facts.clone(),
             plain: self.plain.clone(),
             names: self.names.clone(),
             engine,
@@ -168,6 +201,7 @@ struct Op {
     helpers: Arc<Helpers>,
     owner: Owner,
     code: Arc<str>,
+    facts: SnippetFacts,
     plain: Arc<Sdk>,
     names: BTreeSet<String>,
     engine: &'static str,
@@ -183,6 +217,33 @@ fn argument<'a>(call: &'a HelperCall, index: usize, key: &str) -> Option<&'a Val
 }
 
 impl Op {
+    /// Helper `name` cut from the snippet as the run's analysis read it
+    /// (its pre-flight check passed: the run ran); read here only when the
+    /// run has none (its check was skipped).
+    fn extract(
+        &self,
+        name: &str,
+        others: &BTreeSet<String>,
+        max_bytes: usize,
+    ) -> Result<super::extract::Extracted, super::Refusal> {
+        let analysed = self.facts.get().filter(|(code, _)| *code == self.code);
+        match analysed
+            .as_ref()
+            .and_then(|(_, f)| f.definitions.as_deref())
+        {
+            Some(top) => super::extract::Cut {
+                code: &self.code,
+                top,
+                sdk: Some(&self.plain),
+                helpers: others,
+                max_bytes,
+                checked: true,
+            }
+            .extract(name),
+            None => super::extract::extract(&self.code, name, Some(&self.plain), others, max_bytes),
+        }
+    }
+
     async fn save(self, call: HelperCall) -> Result<Value, ToolFailure> {
         let Some(name) = argument(&call, 0, "fn").and_then(Value::as_str) else {
             return Err(failure(
@@ -197,14 +258,9 @@ impl Op {
         let bounds = self.helpers.bounds();
         let mut others = self.names.clone();
         others.remove(name);
-        let extracted = super::extract::extract(
-            &self.code,
-            name,
-            Some(&self.plain),
-            &others,
-            bounds.max_bytes,
-        )
-        .map_err(|refusal| failure(format!("save_helper('{name}') refused: {refusal}")))?;
+        let extracted = self
+            .extract(name, &others, bounds.max_bytes)
+            .map_err(|refusal| failure(format!("save_helper('{name}') refused: {refusal}")))?;
         self.inner
             .approve_helper_save(self.engine, name, &extracted.source)
             .await?;
@@ -273,3 +329,6 @@ impl Op {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

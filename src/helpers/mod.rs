@@ -28,24 +28,13 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 pub use self::extract::Refusal;
-pub use self::host::HelperHost;
+pub use self::host::{HelperHost, Snippet, assemble};
 pub use self::record::{Helper, Library};
 pub use self::store::{LibraryError, LibraryStore};
-pub use crate::exec::helpers::{HELPER_FUNCTIONS, HelperCall, Wrapped};
+pub use crate::exec::helpers::{Assembly, HELPER_FUNCTIONS, HelperCall};
 
 use crate::exec::store::Owner;
 use crate::sdk::HelperDoc;
-
-impl crate::exec::helpers::HelperHook for Helpers {
-    fn wrap(
-        self: Arc<Self>,
-        owner: Owner,
-        code: &str,
-        tools: Arc<dyn crate::exec::ToolHost>,
-    ) -> futures::future::BoxFuture<'_, Wrapped> {
-        Box::pin(HelperHost::wrap(self, owner, code, tools))
-    }
-}
 
 /// How many helpers, and how big, one principal may keep.
 #[derive(Debug, Clone, Copy)]

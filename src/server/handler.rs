@@ -31,7 +31,7 @@ use super::render::render;
 use crate::config::settings::OutputFormat;
 use crate::exec::store::Owner;
 use crate::exec::{Execution, Executor, RunControl, RunRequest, ToolCallObserver, ToolHost};
-use crate::helpers::Helpers;
+use crate::helpers::{Assembly, Helpers, Snippet};
 use crate::timing;
 use crate::upstream::Catalog;
 
@@ -42,6 +42,8 @@ pub const SDK_URI: &str = "codemcp://sdk.pyi";
 pub struct GatewayState {
     pub catalog: Catalog,
     pub executor: Executor,
+    /// Saved helpers, when the gateway keeps them (see [`GatewayState::assemble`]).
+    pub helpers: Option<Arc<Helpers>>,
     pub description_budget: usize,
     /// `CODEMCP_OUTPUT`: the format of a result's text block.
     pub output: OutputFormat,
@@ -59,14 +61,16 @@ pub struct GatewayState {
 impl GatewayState {
     pub fn new(
         catalog: Catalog,
-        executor: Executor,
+        engines: impl Into<crate::assemble::Assembled>,
         description_budget: usize,
         output: OutputFormat,
         authority: Authority,
     ) -> Arc<Self> {
+        let crate::assemble::Assembled { executor, helpers } = engines.into();
         let shared = Arc::new(Self {
             catalog,
             executor,
+            helpers,
             description_budget,
             output,
             legacy_peers: Mutex::new(Vec::new()),
@@ -77,6 +81,20 @@ impl GatewayState {
         tokio::spawn(forward_tool_changes(Arc::downgrade(&shared)));
         tokio::spawn(expire_sessions(Arc::downgrade(&shared)));
         shared
+    }
+
+    /// What one run of `snippet` needs, run or resumed alike: the caller's
+    /// tools behind its policy (`context`), its saved helpers around them,
+    /// and those the snippet uses, defined first. The one entrance: the
+    /// executor gets it whole and never calls back.
+    pub(crate) async fn assemble(&self, context: CallContext, snippet: Snippet<'_>) -> Assembly {
+        let owner = context.identity.owner;
+        let tools: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
+            self.catalog.clone(),
+            self.authority.clone(),
+            context,
+        ));
+        crate::helpers::assemble(self.helpers.as_ref(), owner, snippet, tools).await
     }
 
     fn legacy_peers(&self) -> parking_lot::MutexGuard<'_, Vec<Peer<RoleServer>>> {
@@ -116,7 +134,7 @@ async fn expire_sessions(shared: std::sync::Weak<GatewayState>) {
             return;
         };
         shared.executor.expire_idle();
-        if let Some(helpers) = shared.executor.helpers::<Helpers>() {
+        if let Some(helpers) = shared.helpers.clone() {
             helpers.refresh_shared(); // the operator's directory changed
         }
         // A question nobody answered: its run takes the call as denied.
@@ -215,7 +233,7 @@ impl Gateway {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Vec<crate::sdk::HelperDoc> {
-        let Some(helpers) = self.shared.executor.helpers::<Helpers>() else {
+        let Some(helpers) = self.shared.helpers.clone() else {
             return Vec::new();
         };
         let identity = Identity::of_request(context);
@@ -288,12 +306,13 @@ impl Gateway {
         let grants = self.shared.grants.of(&caller.identity.label, &session);
         let mut context = CallContext::new(caller.identity, Some(session), caller.asker, grants);
         context.park = caller.park;
-        let host: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
-            self.shared.catalog.clone(),
-            self.shared.authority.clone(),
-            context,
-        ));
-        let execution = executor.run(owner, request, host, control).await;
+        // One store budget for the helpers' read and the run's session.
+        let execution = crate::exec::store::one_call(async {
+            let snippet = Snippet::New(&request.code);
+            let assembly = self.shared.assemble(context, snippet).await;
+            executor.run(owner, request, assembly, control).await
+        })
+        .await;
         if implicit {
             // An expired implicit session was replaced by a new one.
             if let Some(handle) = &execution.session {
@@ -500,7 +519,7 @@ impl ServerHandler for Gateway {
         // Bounded by CODEMCP_STARTUP_WAIT_MS; late upstreams join with list_changed.
         self.upstreams_ready(&context).await?;
         let identity = Identity::of_request(&context);
-        let Some(helpers) = self.shared.executor.helpers::<Helpers>() else {
+        let Some(helpers) = self.shared.helpers.clone() else {
             return Ok(ListToolsResult::with_all_items(vec![self.tool(&identity)]));
         };
         // The caller's saved helpers are named in its description.
@@ -603,7 +622,7 @@ impl ServerHandler for Gateway {
         }
         let identity = Identity::of_request(&context);
         let sdk = identity.sdk(&self.shared.catalog);
-        let helpers = self.shared.executor.helpers::<Helpers>();
+        let helpers = self.shared.helpers.clone();
         let stub = crate::helpers::sdk_for(helpers.as_ref(), &identity.owner, sdk)
             .await
             .stub();

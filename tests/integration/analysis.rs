@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemcp::exec::facts::parses;
+use codemcp::exec::helpers::Assembly;
 use codemcp::exec::monty::pool::{PoolEngine, find_worker_binary};
 use codemcp::exec::monty::{MontyEngine, MontyLimits};
 use codemcp::exec::router::Router;
@@ -88,7 +89,12 @@ async fn counted(executor: &Executor, code: &str) -> (Option<Value>, &'static st
     };
     let before = parses();
     let ran = executor
-        .run(Owner::anonymous(), request, tools, RunControl::default())
+        .run(
+            Owner::anonymous(),
+            request,
+            Assembly::tools(tools),
+            RunControl::default(),
+        )
         .await;
     let parsed = parses() - before;
     assert!(ran.error.is_none(), "{:?}", ran.error);

@@ -23,6 +23,8 @@ use support::{HttpClient, Ran, Setup, bin, monty_bin, odd, python2, repo, unpack
 
 use tokio::process::Command;
 
+mod runs;
+
 const KEY: &str = "helpers-e2e-test-key-0123456789abcdefghijkl";
 
 /// A helper over the odd server's `add_numbers`, and a snippet saving it.

@@ -236,3 +236,62 @@ async fn unanswered_parked_run_is_removed_at_approval_timeout() {
     assert_eq!(late["isError"], true, "{late}");
     assert!(!root.path().join("never.txt").exists());
 }
+
+/// A resumed run went on without the gateway's helpers: no `save_helper`,
+/// and the lines it reported counted the helpers' prelude. Now it is
+/// assembled as any run is: on Monty in-process and in the pool it parks in
+/// the store and resumes; on CPython it waits in memory.
+#[tokio::test]
+async fn a_resumed_run_keeps_its_helpers_saves_one_and_reports_its_own_lines() {
+    let python = support::worker_python().to_string_lossy().into_owned();
+    let engines: [(&str, Vec<(&str, &str)>); 3] = [
+        ("monty in-process", vec![("CODEMCP_MONTY", "inprocess")]),
+        ("monty pool", vec![("CODEMCP_MONTY", "pool")]),
+        (
+            "cpython",
+            vec![
+                ("CODEMCP_ISOLATION", "host_system"),
+                ("CODEMCP_PYTHON", &python),
+            ],
+        ),
+    ];
+    for (engine, mut env) in engines {
+        let root = tempfile::tempdir().unwrap();
+        let helpers = tempfile::tempdir().unwrap();
+        std::fs::write(
+            helpers.path().join("double.py"),
+            "def double(x):\n    return x * 2\n",
+        )
+        .unwrap();
+        env.push(("CODEMCP_HELPERS_DIR", helpers.path().to_str().unwrap()));
+        env.push(("CODEMCP_HELPERS_SAVE", "allow"));
+        let gw = gateway(root.path(), &env).await;
+        let code = format!(
+            "def triple(x: int) -> int:\n    return 3 * x\n\nn = double(2)\n{}\nsaved = save_helper(triple)\n[n, double(3), saved['name'], triple(2)]",
+            write(root.path(), "a.txt", "x")
+        );
+        let asked = call(&gw.url, "alice", json!({"code": code}), None).await;
+        let state = asked["requestState"].as_str().expect("asked");
+        if engine != "cpython" {
+            assert!(state.starts_with("parked."), "{engine}: {state}");
+        }
+        let done = answer(&gw.url, "alice", &code, state, "accept").await;
+        let result = &done["structuredContent"]["result"];
+        assert_eq!(*result, json!([4, 6, "triple", 6]), "{engine}: {done}");
+        // Saved for the principal's next runs.
+        let next = call(&gw.url, "alice", json!({"code": "triple(5)"}), None).await;
+        assert_eq!(next["structuredContent"]["result"], 15, "{engine}: {next}");
+
+        let code = format!(
+            "n = double(2)\n{}\nraise ValueError('after the answer')",
+            write(root.path(), "b.txt", "x")
+        );
+        let asked = call(&gw.url, "alice", json!({"code": code}), None).await;
+        let state = asked["requestState"].as_str().expect("asked");
+        let failed = answer(&gw.url, "alice", &code, state, "accept").await;
+        let error = &failed["structuredContent"]["error"];
+        let traceback = error["traceback"].as_str().unwrap_or_default();
+        assert!(traceback.contains("line 3"), "{engine}: {failed}");
+        assert!(!traceback.contains("line 5"), "{engine}: {failed}");
+    }
+}

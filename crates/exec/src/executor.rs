@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::helpers::HelperHook;
+use codemcp_snippet::Facts;
+
+use super::helpers::{Assembly, Prelude, SnippetFacts};
 use super::persistence::{Begun, Persistence};
 use super::preflight::{self, EarlierNames};
 use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
@@ -28,8 +30,6 @@ pub struct Executor {
     sessions: Persistence,
     /// What earlier snippets of each session bound, for the pre-flight check.
     earlier: EarlierNames,
-    /// Saved helpers, defined before the runs that use them.
-    helpers: Option<Arc<dyn HelperHook>>,
 }
 
 impl Executor {
@@ -39,22 +39,7 @@ impl Executor {
             checks,
             sessions,
             earlier: EarlierNames::default(),
-            helpers: None,
         }
-    }
-
-    /// Keeps saved helpers (`save_helper`) and defines them for the runs
-    /// that use them.
-    pub fn with_helpers(mut self, helpers: Arc<dyn HelperHook>) -> Self {
-        self.helpers = Some(helpers);
-        self
-    }
-
-    /// The saved helpers given to [`Executor::with_helpers`], as their
-    /// own type `T`.
-    pub fn helpers<T: HelperHook>(&self) -> Option<Arc<T>> {
-        let hook: Arc<dyn std::any::Any + Send + Sync> = self.helpers.clone()?;
-        hook.downcast::<T>().ok()
     }
 
     /// An executor whose sessions live in this process only (tests, fuzzing).
@@ -78,50 +63,44 @@ impl Executor {
     }
 
     /// Runs `request` in the session it names (a new one when it names none),
-    /// on behalf of `owner`, or says why it cannot run.
+    /// on behalf of `owner`, with what the gateway assembled for it (its
+    /// tools, the helpers' prelude), or says why it cannot run.
     pub async fn run(
         &self,
         owner: Owner,
         request: RunRequest,
-        tools: Arc<dyn ToolHost>,
+        assembly: Assembly,
         control: RunControl,
     ) -> Execution {
         // A stalled store costs the whole call one store timeout, however
-        // many store operations it makes (helpers, lease, load, save).
-        store::one_call(self.run_one(owner, request, tools, control)).await
+        // many store operations it makes (lease, load, save; and the
+        // helpers' read when the gateway assembles inside the same call).
+        store::one_call(self.run_one(owner, request, assembly, control)).await
     }
 
     async fn run_one(
         &self,
         owner: Owner,
         request: RunRequest,
-        tools: Arc<dyn ToolHost>,
+        assembly: Assembly,
         control: RunControl,
     ) -> Execution {
         let started = Instant::now();
         let session = request.session.clone();
-        let (tools, prelude, warning) = match &self.helpers {
-            Some(helpers) => {
-                let wrapped = helpers.clone().wrap(owner, &request.code, tools).await;
-                (wrapped.tools, wrapped.prelude, wrapped.warning)
-            }
-            None => (tools, None, None),
-        };
+        let Assembly {
+            tools,
+            prelude,
+            warnings,
+            snippet,
+        } = assembly;
         let checked = self.check(request);
         crate::timing::since("limits checked", Some(started));
         let mut execution = match checked {
-            Ok(mut run) => match self.preflight(session.as_deref(), &mut run, &tools).await {
-                Ok(()) => {
-                    if let Some(prelude) = &prelude {
-                        run.code.insert_str(0, &prelude.text);
-                    }
-                    let mut execution = self
-                        .run_in_session(session.as_deref(), owner, run, tools, control)
-                        .await;
-                    if let Some(prelude) = &prelude {
-                        prelude.fix_lines(&mut execution);
-                    }
-                    execution
+            Ok(run) => match self.preflight(session.as_deref(), &run, &tools).await {
+                Ok(facts) => {
+                    let run = self.assembled(run, prelude, facts, &snippet).await;
+                    self.run_in_session(session.as_deref(), owner, run, tools, control)
+                        .await
                 }
                 // Nothing ran: the session is as it was, and goes on.
                 Err(error) => Execution {
@@ -131,10 +110,36 @@ impl Executor {
             },
             Err(error) => self.refused(error),
         };
+        execution.warnings.extend(warnings);
+        self.finished(execution, started)
+    }
+
+    /// `run` with its prelude in front and an analysis of exactly the code
+    /// the engine runs, read from the snippet's `facts` when the pre-flight
+    /// check has them; `snippet` gets the snippet's own facts.
+    async fn assembled(
+        &self,
+        run: Run,
+        prelude: Option<Prelude>,
+        facts: Option<Facts>,
+        snippet: &SnippetFacts,
+    ) -> Run {
+        let mut run = match prelude {
+            Some(prelude) => run.with_prelude(prelude),
+            None => run,
+        };
+        if let Some(facts) = facts {
+            run.know(&facts).await;
+            snippet.fill(run.snippet(), Arc::new(facts));
+        }
+        run
+    }
+
+    /// The engine's name, the time taken and the metrics of a run that ended.
+    fn finished(&self, mut execution: Execution, started: Instant) -> Execution {
         if execution.engine.is_empty() {
             execution.engine = self.engine.name();
         }
-        execution.warnings.extend(warning);
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         crate::metrics::run_finished(
             execution.engine,
@@ -173,10 +178,13 @@ impl Executor {
         control: RunControl,
         resumed: Option<&Parked>,
     ) -> Execution {
-        let (code, wall) = (run.code.clone(), run.wall);
+        let (snippet, prelude, wall) = (run.snippet().to_owned(), run.prelude.clone(), run.wall);
         let started = Instant::now();
         let mut execution = self.engine.run(begun.id, run, tools, control).await;
         tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), "engine run");
+        if let Some(prelude) = &prelude {
+            prelude.fix_lines(&mut execution);
+        }
         let started = Instant::now();
         if let Some(parked) = resumed {
             // Its output and calls before it parked come first; the call it
@@ -186,7 +194,8 @@ impl Executor {
             execution.tool_calls += parked.tool_calls.saturating_sub(1);
         }
         if execution.parked.is_some() {
-            self.sessions.park(begun, &code, wall, &mut execution).await;
+            let run = (snippet.as_str(), prelude.as_deref());
+            self.sessions.park(begun, run, wall, &mut execution).await;
         } else {
             self.sessions.finish(begun, &mut execution).await;
         }
@@ -223,27 +232,34 @@ impl Executor {
         }
     }
 
-    /// Resumes an unparked run to its end (or its next park).
+    /// Resumes an unparked run to its end (or its next park), with what the
+    /// gateway assembled for it (its prelude is the one it parked with).
     pub async fn resume(
         &self,
         unparked: Unparked,
-        tools: Arc<dyn ToolHost>,
+        assembly: Assembly,
         control: RunControl,
     ) -> Execution {
         let started = Instant::now();
-        let Unparked { begun, run, parked } = unparked;
+        let Unparked {
+            begun,
+            mut run,
+            parked,
+        } = unparked;
+        let Assembly {
+            tools,
+            warnings,
+            snippet,
+            ..
+        } = assembly;
+        // Read once, for the engines and for `save_helper` alike.
+        let facts = Facts::of_safely(run.snippet()).await;
+        run.know(&facts).await;
+        snippet.fill(run.snippet(), Arc::new(facts));
         let resumed = self.run_begun(begun, run, tools, control, Some(&parked));
         let mut execution = store::one_call(resumed).await;
-        if execution.engine.is_empty() {
-            execution.engine = self.engine.name();
-        }
-        execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        crate::metrics::run_finished(
-            execution.engine,
-            execution.outcome_label(),
-            started.elapsed(),
-        );
-        execution
+        execution.warnings.extend(warnings);
+        self.finished(execution, started)
     }
 
     /// An `Input` error result, as the engine would have answered it.
@@ -256,12 +272,13 @@ impl Executor {
 
     /// The pre-flight check of `run`'s calls against the caller's tools;
     /// remembers the tool-like names it binds for the session's next runs.
+    /// The snippet's facts, read from the same parse, when it ran.
     async fn preflight(
         &self,
         session: Option<&str>,
-        run: &mut Run,
+        run: &Run,
         tools: &Arc<dyn ToolHost>,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Facts>, RunError> {
         let started = Instant::now();
         let earlier = match session {
             Some(handle) => self.earlier.of(handle),
@@ -269,19 +286,19 @@ impl Executor {
         };
         // Too many names to know what an earlier snippet defined: unchecked.
         let Some(mut earlier) = earlier else {
-            return Ok(());
+            return Ok(None);
         };
         let sdk = tools.sdk();
         earlier.extend(sdk.helpers().iter().map(|h| h.name.clone()));
-        let mut checked = preflight::check_safely(run.code.clone(), tools.sdk(), earlier).await;
-        if let Some(facts) = checked.facts.take() {
-            run.analysis = codemcp_snippet::Analysis::known(facts);
-        }
+        let mut checked = preflight::check_safely(run.code.clone(), sdk, earlier).await;
         if let Some(handle) = session {
             self.earlier.add(handle, checked.bound_tool_names.clone());
         }
         tracing::trace!(target: "codemcp::timing", us = started.elapsed().as_micros(), problems = checked.total, "pre-flight check");
-        checked.rejection().map_or(Ok(()), |r| Err(r.into()))
+        match checked.rejection() {
+            Some(rejection) => Err(rejection.into()),
+            None => Ok(checked.facts.take()),
+        }
     }
 
     fn check(&self, request: RunRequest) -> Result<Run, RunError> {

@@ -1,16 +1,15 @@
 //! What the executor and the engines know of saved helpers, which the
 //! gateway keeps (its `helpers` module): the calls agent code makes of the
-//! helper functions, and the hook the executor asks before each run for the
-//! caller's helpers. The gateway implements [`HelperHook`]; nothing here
-//! reaches up into it.
+//! helper functions, and what the gateway assembles for each run (its
+//! tools, the helpers' prelude) and hands to the executor as plain data.
+//! Nothing here reaches up into the gateway.
 
-use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use futures::future::BoxFuture;
+use codemcp_snippet::Facts;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::store::Owner;
 use crate::{Execution, ToolHost};
 
 /// The gateway functions for helpers: no helper may take one of their names.
@@ -25,30 +24,54 @@ pub struct HelperCall {
     pub kwargs: Map<String, Value>,
 }
 
-/// A run's tools with helpers, the definitions its code needs first, and
-/// what the caller should know (its helpers could not be read).
-pub struct Wrapped {
+/// What the gateway assembled for one run, run or resumed alike: the
+/// caller's tools (behind its policy, with its helpers), the definitions its
+/// code needs first, and what the caller should know (its helpers could not
+/// be read). Plain data: the executor never calls back into the gateway.
+pub struct Assembly {
     pub tools: Arc<dyn ToolHost>,
+    /// Defined before the snippet; `None` for a resumed run, whose prelude
+    /// travels in its parked record.
     pub prelude: Option<Prelude>,
-    pub warning: Option<String>,
+    pub warnings: Vec<String>,
+    /// Filled by the executor with the analysis of the agent's own snippet
+    /// (not the prelude), for `save_helper` to read instead of parsing again.
+    pub snippet: SnippetFacts,
 }
 
-/// The gateway's saved helpers, as the executor uses them: before each run,
-/// the run's tools with the caller's helpers and the definitions its code
-/// needs first. `Any`, so the gateway can get its own type back
-/// (`Executor::helpers`).
-pub trait HelperHook: Any + Send + Sync {
-    /// Wraps `tools` for a run of `code` by `owner`.
-    fn wrap(
-        self: Arc<Self>,
-        owner: Owner,
-        code: &str,
-        tools: Arc<dyn ToolHost>,
-    ) -> BoxFuture<'_, Wrapped>;
+impl Assembly {
+    /// The run's tools alone: no helpers, nothing to say.
+    pub fn tools(tools: Arc<dyn ToolHost>) -> Self {
+        Self {
+            tools,
+            prelude: None,
+            warnings: Vec::new(),
+            snippet: SnippetFacts::default(),
+        }
+    }
 }
 
-/// The definitions put in front of one snippet.
-#[derive(Debug, Clone)]
+/// The agent's own snippet and its analysis, once the executor has it;
+/// shared between the executor (who fills it) and the tools (who read it).
+#[derive(Debug, Clone, Default)]
+pub struct SnippetFacts(Arc<OnceLock<(Arc<str>, Arc<Facts>)>>);
+
+impl SnippetFacts {
+    /// Records `code`'s `facts` (the first record stays).
+    pub fn fill(&self, code: &str, facts: Arc<Facts>) {
+        let _ = self.0.set((Arc::from(code), facts));
+    }
+
+    /// The snippet and its facts, if the run got that far.
+    pub fn get(&self) -> Option<(Arc<str>, Arc<Facts>)> {
+        self.0.get().cloned()
+    }
+}
+
+/// The definitions run before one snippet, in the same code: the engine
+/// runs `prelude + snippet` (see `Run::prelude`), the analysis describes
+/// exactly that, and the lines it reports are moved back to the snippet's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prelude {
     pub text: String,
     /// How many lines it adds before the snippet's first.

@@ -142,7 +142,13 @@ impl RunRequest {
 /// makes one from a client's [`RunRequest`].
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// What the engine runs: the prelude's text (if any), then the agent's
+    /// snippet. Engines run it as one code; [`Run::analysis`] describes it.
     pub code: String,
+    /// The saved helpers defined before the snippet, at the start of
+    /// `code`: its own part, so lines can be told apart (see
+    /// [`Run::snippet`]).
+    pub prelude: Option<Arc<helpers::Prelude>>,
     /// The run's wall-time limit…
     pub wall: Duration,
     /// …and the instant it ends.
@@ -179,7 +185,35 @@ impl Run {
             version: 0,
             persist: false,
             analysis: codemcp_snippet::Analysis::default(),
+            prelude: None,
         }
+    }
+
+    /// Puts `prelude` in front of the snippet, as its own part.
+    pub fn with_prelude(mut self, prelude: helpers::Prelude) -> Self {
+        self.code.insert_str(0, &prelude.text);
+        self.prelude = Some(Arc::new(prelude));
+        self
+    }
+
+    /// Sets the analysis from the snippet's own `facts`, joined to the
+    /// prelude's when it has one: it then describes exactly the code the
+    /// engine runs, and the snippet is not parsed again.
+    pub async fn know(&mut self, facts: &codemcp_snippet::Facts) {
+        let known = match self.prelude.as_deref() {
+            Some(prelude) => {
+                let first = codemcp_snippet::Facts::of_safely(&prelude.text).await;
+                codemcp_snippet::Facts::joined(&prelude.text, &first, self.snippet(), facts)
+            }
+            None => facts.clone(),
+        };
+        self.analysis = codemcp_snippet::Analysis::known(known);
+    }
+
+    /// The agent's own snippet: `code` without the prelude.
+    pub fn snippet(&self) -> &str {
+        let skip = self.prelude.as_ref().map_or(0, |p| p.text.len());
+        self.code.get(skip..).unwrap_or(&self.code)
     }
 
     /// What the router needs to know of the code: read once per run.

@@ -34,6 +34,10 @@ pub struct Parked {
     pub at_ms: u64,
     /// The snippet, for what engines do at its end (`result`).
     pub code: String,
+    /// The saved helpers run before it (records from before it was kept
+    /// have them at the start of `code`, not told apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prelude: Option<crate::helpers::Prelude>,
     /// What the run printed, and the tool calls it made, before it parked.
     pub stdout: String,
     /// …and wrote to stderr (absent in records kept before it existed).
@@ -52,6 +56,7 @@ impl Parked {
             base,
             at_ms: now_ms(),
             code,
+            prelude: None,
             stdout: String::new(),
             stderr: String::new(),
             tool_calls: 0,

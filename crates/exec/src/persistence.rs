@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::helpers::Prelude;
 use super::store::{Handle, Lease, Owner, SessionStore, StoreError, Stored};
 use super::{
     ErrorKind, Execution, Parked, Run, RunError, Saved, SessionId, Snapshot, SnapshotKind,
@@ -299,10 +300,11 @@ impl Persistence {
     pub async fn park(
         &self,
         mut begun: Begun,
-        code: &str,
+        run: (&str, Option<&Prelude>),
         wall: Duration,
         execution: &mut Execution,
     ) {
+        let (code, prelude) = run;
         let snapshot = execution.snapshot.take();
         if let Some(lease) = begun.lease.as_mut().filter(|l| l.version() == 0) {
             // A new session is stored (empty) first, so that the gateway the
@@ -321,6 +323,7 @@ impl Persistence {
                     code.to_owned(),
                     call.clone(),
                 );
+                record.prelude = prelude.cloned();
                 record.stdout.clone_from(&execution.stdout);
                 record.stderr.clone_from(&execution.stderr);
                 record.tool_calls = execution.tool_calls;
@@ -431,6 +434,10 @@ impl Persistence {
             snapshot: Snapshot::parked(dump),
         }));
         run.code.clone_from(&parked.code);
+        if let Some(prelude) = &parked.prelude {
+            run.code.insert_str(0, &prelude.text);
+            run.prelude = Some(Arc::new(prelude.clone()));
+        }
         Ok((begun, parked))
     }
 

@@ -38,6 +38,24 @@ impl SnippetCalls {
         self.future.contains(&(start, end))
     }
 
+    /// The calls of `first` followed by those of `then`, whose text starts
+    /// `offset` bytes into the joined code: one snippet's calls behind the
+    /// definitions run before it (saved helpers).
+    pub fn joined(first: &SnippetCalls, offset: u32, then: &SnippetCalls) -> SnippetCalls {
+        let shift = |&(start, end): &Span| (start + offset, end + offset);
+        SnippetCalls {
+            all: first
+                .all
+                .iter()
+                .copied()
+                .chain(then.all.iter().map(shift))
+                .collect(),
+            future: (first.future.iter().copied())
+                .chain(then.future.iter().map(shift))
+                .collect(),
+        }
+    }
+
     /// The future call sites as `(line, column)`: 1-based line, 0-based
     /// UTF-8 byte column, as CPython's `ast` and code positions count them.
     pub fn future_lines(&self, code: &str) -> Vec<(u32, u32)> {

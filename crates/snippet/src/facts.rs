@@ -11,6 +11,7 @@ use ruff_python_ast::{ModModule, Stmt};
 use ruff_python_parser::{ParseError, Parsed};
 
 use crate::call_sites::{SnippetCalls, calls_of, may_use_async};
+use crate::definitions::Definitions;
 use crate::syntax::{MAX_NESTING, Outline, nests_deeper_than, outline_of};
 
 /// Snippets parsed by this process so far (every parse in this crate): a
@@ -28,13 +29,19 @@ pub(crate) fn parse(code: &str) -> Result<Parsed<ModModule>, ParseError> {
     ruff_python_parser::parse_module(code)
 }
 
+/// The gateway function whose snippets get their [`Definitions`] read.
+const SAVE_HELPER: &str = "save_helper";
+
 /// What one snippet does, read from one parse.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Facts {
     /// Its imports, bindings and carriable definitions (the router's).
     pub outline: Outline,
     /// Which of its calls want a future (the engines').
     pub calls: Arc<SnippetCalls>,
+    /// Its top level as `save_helper` reads it; only for a snippet that
+    /// names `save_helper` (and only its own: none for joined facts).
+    pub definitions: Option<Arc<Definitions>>,
 }
 
 impl Facts {
@@ -45,9 +52,12 @@ impl Facts {
         } else {
             SnippetCalls::default()
         };
+        let definitions =
+            (code.contains(SAVE_HELPER)).then(|| Arc::new(Definitions::of_body(body, code)));
         Self {
             outline: outline_of(body, code),
             calls: Arc::new(calls),
+            definitions,
         }
     }
 
@@ -62,6 +72,38 @@ impl Facts {
             return Self::default();
         };
         Self::of_body(&parsed.syntax().body, code)
+    }
+
+    /// The facts of `first` then `then` as one code (`first` their text,
+    /// `then` starting right after it): a snippet behind the definitions run
+    /// before it (saved helpers), each read on its own, so the snippet is
+    /// parsed once. `then_code` is `then`'s text, for the eager equivalent.
+    pub fn joined(first_code: &str, first: &Facts, then_code: &str, then: &Facts) -> Self {
+        let (a, b) = (&first.outline, &then.outline);
+        let mut imports = a.imports.clone();
+        imports.extend(b.imports.iter().filter(|m| !a.imports.contains(m)).cloned());
+        // What Monty runs instead keeps both parts, each as it runs there.
+        let eager_equivalent = match (&a.eager_equivalent, &b.eager_equivalent) {
+            (None, None) => None,
+            (x, y) => Some(format!(
+                "{}{}",
+                x.as_deref().unwrap_or(first_code),
+                y.as_deref().unwrap_or(then_code)
+            )),
+        };
+        let offset = u32::try_from(first_code.len()).unwrap_or(u32::MAX);
+        Self {
+            outline: Outline {
+                imports,
+                assigned: [a.assigned.as_slice(), &b.assigned].concat(),
+                definitions: [a.definitions.as_slice(), &b.definitions].concat(),
+                differs_on_monty: a.differs_on_monty.clone().or(b.differs_on_monty.clone()),
+                needs_laziness: a.needs_laziness.clone().or(b.needs_laziness.clone()),
+                eager_equivalent,
+            },
+            calls: Arc::new(SnippetCalls::joined(&first.calls, offset, &then.calls)),
+            definitions: None,
+        }
     }
 
     /// [`Facts::of`] with a big stack: the parser and the tree walks
@@ -120,6 +162,34 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &again), "one read, shared");
         assert_eq!(first.outline.imports, ["json"]);
         assert!(Arc::ptr_eq(&first.calls, &carried.calls(code).await));
+    }
+
+    #[test]
+    fn joined_facts_are_those_of_the_joined_code() {
+        let first = "import json\nasync def h():\n    return await g()\n";
+        let then = "import re\nx = 1\nawait asyncio.gather(h(), t())\n";
+        let joined = Facts::joined(first, &Facts::of(first), then, &Facts::of(then));
+        let whole = Facts::of(&format!("{first}{then}"));
+        let code = format!("{first}{then}");
+        assert_eq!(joined.outline.imports, whole.outline.imports);
+        assert_eq!(joined.outline.assigned, whole.outline.assigned);
+        assert_eq!(joined.outline.definitions, whole.outline.definitions);
+        let sites = joined.calls.future_lines(&code);
+        assert_eq!(sites, whole.calls.future_lines(&code));
+        assert!(sites.len() >= 3, "{sites:?}");
+    }
+
+    #[test]
+    fn the_eager_equivalent_of_joined_code_keeps_the_part_in_front() {
+        let first = "def double(x):\n    return x * 2\n";
+        let then = "xs = [1, 2]\nfirst = next(x for x in xs if x > 1)\n";
+        let own = Facts::of(then).outline.eager_equivalent;
+        let eager = own.expect("Monty runs next() of a generator expression eagerly");
+        let joined = Facts::joined(first, &Facts::of(first), then, &Facts::of(then));
+        assert_eq!(
+            joined.outline.eager_equivalent,
+            Some(format!("{first}{eager}"))
+        );
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@
 pub mod call_sites;
 #[rustfmt::skip]
 pub mod cpython_tables;
+pub mod definitions;
 pub mod facts;
 pub mod imports;
 pub mod laziness;

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -17,11 +16,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{AskRoute, Caller, Gateway, progress_observer, tool_result};
-use crate::authority::guarded::{Asker, CallContext, GuardedTools, RunEvent, approval_question};
+use crate::authority::guarded::{Asker, CallContext, RunEvent, approval_question};
 use crate::authority::identity::Identity;
 use crate::authority::pending::Waiting;
 use crate::exec::store::Owner;
-use crate::exec::{Execution, ParkedCall, RunControl, ToolHost};
+use crate::exec::{Execution, ParkedCall, RunControl};
+use crate::helpers::Snippet;
 
 impl Gateway {
     /// A call that stands alone (2026-07-28, or HTTP without a session) or
@@ -195,12 +195,16 @@ impl Gateway {
             call_context.park = park;
             *call_context.answered.lock() =
                 Some((parked.server.clone(), parked.tool.clone(), reply));
-            let tools: Arc<dyn ToolHost> = Arc::new(GuardedTools::new(
-                shared.catalog.clone(),
-                shared.authority.clone(),
-                call_context,
-            ));
-            async move { shared.executor.resume(unparked, tools, control).await }
+            // One store budget for the helpers' read and the run's session.
+            crate::exec::store::one_call(async move {
+                let parked = &unparked.parked;
+                let snippet = Snippet::Resumed {
+                    code: &parked.code,
+                    prelude: parked.prelude.as_ref(),
+                };
+                let assembly = shared.assemble(call_context, snippet).await;
+                shared.executor.resume(unparked, assembly, control).await
+            })
         };
         self.detach(context, owner, false, run).await
     }
