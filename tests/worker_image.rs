@@ -49,30 +49,7 @@ async fn codemcp(setup: &Setup, env: &[(&str, &str)], args: &[&str]) -> (bool, S
 /// 200 and bytes that are not the pinned file (shorter than any pin, so only
 /// the digest check can catch them).
 async fn tampering_mirror() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let body = vec![b'x'; 4096];
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(&body).await;
-            });
-        }
-    });
-    url
+    files_host(None, vec![b'x'; 4096]).await
 }
 
 #[tokio::test]
@@ -192,8 +169,9 @@ async fn setup_docker_builds_the_image_the_gateway_escalates_into() {
         .await;
 }
 
-/// A files host on loopback serving `body` at `path` (404 elsewhere).
-async fn files_host(path: String, body: Vec<u8>) -> String {
+/// A files host on loopback serving `body` at `path` (404 elsewhere), or at
+/// every path when `path` is `None`.
+async fn files_host(path: Option<String>, body: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let body = std::sync::Arc::new(body);
@@ -214,7 +192,7 @@ async fn files_host(path: String, body: Vec<u8>) -> String {
                     .nth(1)
                     .unwrap_or_default()
                     .to_owned();
-                let (status, body): (&str, &[u8]) = if asked == path {
+                let (status, body): (&str, &[u8]) = if path.as_ref().is_none_or(|p| *p == asked) {
                     ("200 OK", &body)
                 } else {
                     ("404 Not Found", b"")
@@ -296,7 +274,7 @@ async fn serve_http_from_an_empty_home_provisions_the_pinned_monty_worker_and_ru
         );
         return;
     };
-    let files = files_host(format!("/{}", pin.path), wheel).await;
+    let files = files_host(Some(format!("/{}", pin.path)), wheel).await;
     let setup = Setup::new(json!({}));
     let home = tempfile::tempdir().unwrap();
     // On PATH only a `monty` of another Monty, which must be passed over

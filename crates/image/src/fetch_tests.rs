@@ -1,48 +1,24 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::*;
+use crate::test_server::{Answer, Host, serve_every};
 
 /// netbase 6.6, the real pinned .deb.
 const NETBASE: &[u8] = include_bytes!("testdata/netbase_6.6_all.deb");
 const NETBASE_SHA256: &str = "7bc354cb841d2e35cd8b581cfdf7383fbe6cfec95c54a619f756499ee3e10a4b";
 
-/// A mirror on loopback answering every GET with `status` and `body`;
-/// counts the requests. Fault injection: the body is what a tampered or
+/// A mirror on loopback answering every GET with `status` and `body`, and
+/// counting the requests. Fault injection: the body is what a tampered or
 /// broken mirror would send.
-async fn mirror(status: u16, body: Vec<u8>) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counted = hits.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(&body).await;
-            });
-        }
-    });
-    (url, hits)
+async fn mirror(status: u16, body: Vec<u8>) -> (String, Host) {
+    let host = serve_every(Answer {
+        status,
+        ..Answer::ok(&body)
+    })
+    .await;
+    (host.url.clone(), host)
 }
 
 fn netbase(urls: Vec<String>) -> Pinned {
@@ -77,7 +53,7 @@ async fn a_tampered_download_is_refused_and_not_cached() {
     );
     assert!(text.contains("refused"), "{text}");
     // Refused outright: not looked for elsewhere, nothing kept.
-    assert_eq!(good_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(good_hits.hits(), 0);
     assert!(!is_cached(cache.path(), &item));
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
 }
@@ -110,14 +86,14 @@ async fn a_missing_file_is_looked_for_at_the_next_source_then_cached() {
         .unwrap();
     assert!(downloaded);
     assert_eq!(bytes, NETBASE);
-    assert_eq!(good_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(good_hits.hits(), 1);
     // The second time comes from the cache: no request at all.
     let (again, downloaded) = fetch(&client().unwrap(), cache.path(), &item)
         .await
         .unwrap();
     assert!(!downloaded);
     assert_eq!(again, NETBASE);
-    assert_eq!(good_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(good_hits.hits(), 1);
 }
 
 #[tokio::test]
@@ -131,7 +107,7 @@ async fn a_cached_file_changed_on_disk_is_downloaded_again() {
         .unwrap();
     assert!(downloaded);
     assert_eq!(bytes, NETBASE);
-    assert_eq!(good_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(good_hits.hits(), 1);
 }
 
 #[tokio::test]

@@ -56,6 +56,40 @@ fn tiny_recipe(wheel: &[u8]) -> Recipe {
     }
 }
 
+/// A files host serving netbase (as `netbase` answers) and the demo wheel,
+/// and the data and cache directories a tree is made in.
+struct Bench {
+    host: Host,
+    data: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    recipe: Recipe,
+}
+
+impl Bench {
+    async fn new(netbase: Answer) -> Self {
+        let wheel = demo_wheel();
+        Self {
+            host: files_host(netbase, &wheel).await,
+            data: tempfile::tempdir().unwrap(),
+            cache: tempfile::tempdir().unwrap(),
+            recipe: tiny_recipe(&wheel),
+        }
+    }
+
+    async fn make(&self, bootstrap: &str, verify: Verify) -> Result<PythonRoot, ImageError> {
+        let sources = sources(&self.host);
+        python_root_in(
+            self.data.path(),
+            self.cache.path(),
+            &self.recipe,
+            &sources,
+            bootstrap,
+            verify,
+        )
+        .await
+    }
+}
+
 async fn files_host(netbase: Answer, wheel: &[u8]) -> Host {
     serve(HashMap::from([
         (format!("/{NETBASE_PATH}"), netbase),
@@ -89,20 +123,8 @@ fn leftovers(data: &Path) -> Vec<String> {
 
 #[tokio::test]
 async fn the_tree_is_made_once_read_only_then_reused_without_a_download() {
-    let wheel = demo_wheel();
-    let host = files_host(Answer::ok(NETBASE), &wheel).await;
-    let (data, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let recipe = tiny_recipe(&wheel);
-    let made = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &sources(&host),
-        BOOTSTRAP,
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let t = Bench::new(Answer::ok(NETBASE)).await;
+    let made = t.make(BOOTSTRAP, Verify::Quick).await.unwrap();
     assert!(made.made);
     let root = &made.root;
     let services = std::fs::read_to_string(root.join("etc/services")).unwrap();
@@ -126,54 +148,24 @@ async fn the_tree_is_made_once_read_only_then_reused_without_a_download() {
     // No directory takes new entries: the tree is read-only.
     assert_eq!(mode(&root.join("etc")), 0o555);
     assert!(root.join("usr/share/doc").symlink_metadata().is_err());
-    let hits = host.hits();
+    let hits = t.host.hits();
     assert_eq!(hits, 2);
-    let again = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &sources(&host),
-        BOOTSTRAP,
-        Verify::Full,
-    )
-    .await
-    .unwrap();
+    let again = t.make(BOOTSTRAP, Verify::Full).await.unwrap();
     assert!(!again.made);
     assert_eq!(again.root, made.root);
-    assert_eq!(host.hits(), hits, "a reused tree downloads nothing");
+    assert_eq!(t.host.hits(), hits, "a reused tree downloads nothing");
     assert!(
-        leftovers(data.path()).is_empty(),
+        leftovers(t.data.path()).is_empty(),
         "{:?}",
-        leftovers(data.path())
+        leftovers(t.data.path())
     );
 }
 
 #[tokio::test]
 async fn another_bootstrap_makes_another_tree() {
-    let wheel = demo_wheel();
-    let host = files_host(Answer::ok(NETBASE), &wheel).await;
-    let (data, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let recipe = tiny_recipe(&wheel);
-    let first = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &sources(&host),
-        BOOTSTRAP,
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
-    let second = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &sources(&host),
-        "print(2)\n",
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let t = Bench::new(Answer::ok(NETBASE)).await;
+    let first = t.make(BOOTSTRAP, Verify::Quick).await.unwrap();
+    let second = t.make("print(2)\n", Verify::Quick).await.unwrap();
     assert!(second.made);
     assert_ne!(first.root, second.root);
     assert_ne!(first.key, second.key);
@@ -187,21 +179,8 @@ fn unlock(path: &Path) {
 
 #[tokio::test]
 async fn a_tree_changed_on_disk_is_made_again() {
-    let wheel = demo_wheel();
-    let host = files_host(Answer::ok(NETBASE), &wheel).await;
-    let (data, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let recipe = tiny_recipe(&wheel);
-    let src = sources(&host);
-    let made = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &src,
-        BOOTSTRAP,
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let t = Bench::new(Answer::ok(NETBASE)).await;
+    let made = t.make(BOOTSTRAP, Verify::Quick).await.unwrap();
     // A file rewritten with other bytes of the same length: only Full sees it.
     let bootstrap = made.root.join(BOOTSTRAP_IN_ROOT);
     unlock(&bootstrap);
@@ -211,16 +190,7 @@ async fn a_tree_changed_on_disk_is_made_again() {
     assert!(check(home, &made.key, Verify::Quick).is_ok());
     let why = check(home, &made.key, Verify::Full).unwrap_err();
     assert!(why.contains(BOOTSTRAP_IN_ROOT), "{why}");
-    let again = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &src,
-        BOOTSTRAP,
-        Verify::Full,
-    )
-    .await
-    .unwrap();
+    let again = t.make(BOOTSTRAP, Verify::Full).await.unwrap();
     assert!(again.made, "the changed tree was made again");
     assert_eq!(
         std::fs::read_to_string(again.root.join(BOOTSTRAP_IN_ROOT)).unwrap(),
@@ -237,16 +207,7 @@ async fn a_tree_changed_on_disk_is_made_again() {
     let why = check(home, &again.key, Verify::Quick).unwrap_err();
     assert!(why.contains("paths on disk"), "{why}");
     // A file made writable is too (its mode differs).
-    let third = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &src,
-        BOOTSTRAP,
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let third = t.make(BOOTSTRAP, Verify::Quick).await.unwrap();
     assert!(third.made);
     unlock(&third.root.join("etc/services"));
     assert!(
@@ -255,68 +216,38 @@ async fn a_tree_changed_on_disk_is_made_again() {
             .contains("etc/services")
     );
     assert!(
-        leftovers(data.path()).is_empty(),
+        leftovers(t.data.path()).is_empty(),
         "{:?}",
-        leftovers(data.path())
+        leftovers(t.data.path())
     );
 }
 
 #[tokio::test]
 async fn a_tampered_download_leaves_no_tree() {
-    let wheel = demo_wheel();
     let mut tampered = NETBASE.to_vec();
     tampered[NETBASE.len() / 2] ^= 0xff;
-    let host = files_host(Answer::ok(&tampered), &wheel).await;
-    let (data, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let recipe = tiny_recipe(&wheel);
-    let err = python_root_in(
-        data.path(),
-        cache.path(),
-        &recipe,
-        &sources(&host),
-        BOOTSTRAP,
-        Verify::Quick,
-    )
-    .await
-    .unwrap_err();
+    let t = Bench::new(Answer::ok(&tampered)).await;
+    let err = t.make(BOOTSTRAP, Verify::Quick).await.unwrap_err();
     assert!(
         matches!(err, ImageError::Fetch(crate::FetchError::Digest { .. })),
         "{err}"
     );
-    let parent = data.path().join(PARENT);
+    let parent = t.data.path().join(PARENT);
     assert!(!parent.exists() || std::fs::read_dir(&parent).unwrap().count() == 0);
 }
 
 #[tokio::test]
 async fn two_gateways_making_it_at_once_end_with_one_tree() {
-    let wheel = demo_wheel();
-    let host = files_host(Answer::ok(NETBASE), &wheel).await;
-    let (data, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let recipe = tiny_recipe(&wheel);
-    let src = sources(&host);
+    let t = Bench::new(Answer::ok(NETBASE)).await;
     let (a, b) = tokio::join!(
-        python_root_in(
-            data.path(),
-            cache.path(),
-            &recipe,
-            &src,
-            BOOTSTRAP,
-            Verify::Quick
-        ),
-        python_root_in(
-            data.path(),
-            cache.path(),
-            &recipe,
-            &src,
-            BOOTSTRAP,
-            Verify::Quick
-        ),
+        t.make(BOOTSTRAP, Verify::Quick),
+        t.make(BOOTSTRAP, Verify::Quick),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(a.root, b.root);
     assert!(a.made || b.made);
     assert!(check(a.root.parent().unwrap(), &a.key, Verify::Full).is_ok());
-    let trees: Vec<_> = std::fs::read_dir(data.path().join(PARENT))
+    let trees: Vec<_> = std::fs::read_dir(t.data.path().join(PARENT))
         .unwrap()
         .flatten()
         .collect();

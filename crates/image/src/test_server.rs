@@ -57,17 +57,30 @@ impl Host {
     }
 }
 
+/// Serves `answer` at every path until the test ends.
+pub async fn serve_every(answer: Answer) -> Host {
+    serve_with(HashMap::new(), answer).await
+}
+
 /// Serves `answers` (path → answer; any other path: 404) until the test ends.
 pub async fn serve(answers: HashMap<String, Answer>) -> Host {
+    let missing = Answer {
+        status: 404,
+        ..Answer::ok(b"Not Found")
+    };
+    serve_with(answers, missing).await
+}
+
+async fn serve_with(answers: HashMap<String, Answer>, otherwise: Answer) -> Host {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
-    let answers = Arc::new(answers);
+    let (answers, otherwise) = (Arc::new(answers), Arc::new(otherwise));
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             counted.fetch_add(1, Ordering::SeqCst);
-            let answers = answers.clone();
+            let (answers, otherwise) = (answers.clone(), otherwise.clone());
             tokio::spawn(async move {
                 let mut request = Vec::new();
                 let mut buf = [0u8; 1024];
@@ -79,10 +92,7 @@ pub async fn serve(answers: HashMap<String, Answer>) -> Host {
                 }
                 let text = String::from_utf8_lossy(&request);
                 let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let answer = answers.get(&path).cloned().unwrap_or(Answer {
-                    status: 404,
-                    ..Answer::ok(b"Not Found")
-                });
+                let answer = answers.get(&path).unwrap_or(&otherwise).clone();
                 let location = answer
                     .location
                     .as_ref()

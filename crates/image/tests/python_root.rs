@@ -40,30 +40,23 @@ async fn cpython_starts_in_the_read_only_root_and_imports_websockets() {
         debian_mirror: "http://127.0.0.1:9".into(),
         pypi_files: "http://127.0.0.1:9".into(),
     };
+    let cache = cache_dir();
+    let make = || {
+        python_root_in(
+            data.path(),
+            &cache,
+            recipe,
+            &offline,
+            "print('bootstrap')\n",
+            Verify::Quick,
+        )
+    };
     let started = std::time::Instant::now();
-    let made = python_root_in(
-        data.path(),
-        &cache_dir(),
-        recipe,
-        &offline,
-        "print('bootstrap')\n",
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let made = make().await.unwrap();
     let made_in = started.elapsed();
     assert!(made.made);
     let started = std::time::Instant::now();
-    let again = python_root_in(
-        data.path(),
-        &cache_dir(),
-        recipe,
-        &offline,
-        "print('bootstrap')\n",
-        Verify::Quick,
-    )
-    .await
-    .unwrap();
+    let again = make().await.unwrap();
     eprintln!(
         "made in {made_in:?}, reused (quick check) in {:?}",
         started.elapsed()
