@@ -337,6 +337,21 @@ async fn sandbox_workers(
     WorkerEngine::start_sandbox(limits, config, prewarm).await
 }
 
+/// `codemcp setup sandbox`: the root file system made and a sandbox tried
+/// on it, or what is missing.
+pub async fn prepare_sandbox(cpython: &CpythonSettings) -> Result<String, String> {
+    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref())
+        .ok_or_else(|| sandbox::Missing::NoBwrap.to_string())?;
+    let rootfs = sandbox_rootfs(cpython).await.map_err(|e| e.to_string())?;
+    let works = sandbox::probe::usable(&bwrap, &rootfs)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "the sandbox is ready: {works}, root file system {}",
+        rootfs.display()
+    ))
+}
+
 /// Where the sandbox's root file system is (or will be made).
 pub fn sandbox_rootfs_path(cpython: &CpythonSettings) -> std::path::PathBuf {
     match &cpython.sandbox_rootfs {

@@ -205,6 +205,9 @@ async fn without_upstreams(
         Command::Setup {
             what: SetupTarget::Docker { rebuild },
         } => setup::setup_docker(settings, *rebuild).await,
+        Command::Setup {
+            what: SetupTarget::Sandbox,
+        } => setup::setup_sandbox(settings).await,
         _ => return None,
     })
 }

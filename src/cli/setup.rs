@@ -14,6 +14,11 @@ pub enum SetupTarget {
         #[arg(long)]
         rebuild: bool,
     },
+    /// Make the bubblewrap sandbox's CPython root file system (the worker
+    /// image's pinned packages, unpacked and verified into the data
+    /// directory) and check that a sandbox runs it. Linux only; needs
+    /// bubblewrap (`apt-get install bubblewrap`).
+    Sandbox,
 }
 
 /// `codemcp setup docker`: builds the worker image unless it is current.
@@ -29,6 +34,14 @@ pub(super) async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<E
         crate::exec::worker::BOOTSTRAP,
     )
     .await?;
+    println!("{done}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codemcp setup sandbox`: makes (or verifies) the root file system and
+/// tries one sandbox on it.
+pub(super) async fn setup_sandbox(settings: &Settings) -> Result<ExitCode, String> {
+    let done = crate::assemble::prepare_sandbox(&settings.cpython).await?;
     println!("{done}");
     Ok(ExitCode::SUCCESS)
 }

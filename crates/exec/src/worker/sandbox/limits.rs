@@ -40,10 +40,18 @@ pub struct Bounds {
     pub tmp_bytes: u64,
 }
 
-/// `(resource, limit)` pairs for `setrlimit`, soft and hard alike.
-pub(super) fn rlimits(bounds: &Bounds) -> Vec<(libc::__rlimit_resource_t, u64)> {
+/// `(resource, limit)` pairs for `setrlimit`, soft and hard alike. With a
+/// cgroup, its memory limit binds (an OOM kill of the worker, as in Docker)
+/// and the address space is only a loose backstop: an address-space limit
+/// can strike the worker's own loop with a MemoryError, not just the snippet.
+pub(super) fn rlimits(bounds: &Bounds, cgroup: bool) -> Vec<(libc::__rlimit_resource_t, u64)> {
+    let address_space = if cgroup {
+        bounds.memory_bytes.saturating_mul(4).max(4 << 30)
+    } else {
+        bounds.memory_bytes
+    };
     vec![
-        (libc::RLIMIT_AS, bounds.memory_bytes),
+        (libc::RLIMIT_AS, address_space),
         (libc::RLIMIT_CPU, bounds.cpu_seconds),
         (libc::RLIMIT_FSIZE, bounds.file_bytes),
         (libc::RLIMIT_NOFILE, bounds.open_files),

@@ -22,6 +22,7 @@
 //! reachable by nobody; otherwise the sandbox's uid 65534 maps to root's uid,
 //! with no capability anywhere.
 
+mod etc;
 mod limits;
 pub mod probe;
 mod seccomp;
@@ -68,6 +69,8 @@ pub(super) struct SandboxSpawner {
     /// Start bwrap as uid 65534 (the gateway is root).
     as_nobody: bool,
     version: String,
+    /// The sandbox's `/etc`: the root file system's, plus hosts and hostname.
+    etc: etc::Etc,
 }
 
 impl SandboxSpawner {
@@ -99,6 +102,8 @@ impl SandboxSpawner {
             }
         };
         let as_nobody = nix::unistd::geteuid().is_root() && reachable_by_all(&config.rootfs);
+        let etc = etc::Etc::new(&config.rootfs)
+            .map_err(|e| WorkerError::Sandbox(format!("the sandbox's /etc: {e}")))?;
         if nix::unistd::geteuid().is_root() && !as_nobody {
             tracing::warn!(target: "codemcp::worker", rootfs = %config.rootfs.display(), "the sandbox's root file system is not reachable by uid 65534: sandboxes run under root's uid (with no capability)");
         }
@@ -108,6 +113,7 @@ impl SandboxSpawner {
             cgroups,
             as_nobody,
             version,
+            etc,
             config,
         })
     }
@@ -123,6 +129,7 @@ impl SandboxSpawner {
             .arg("--ro-bind")
             .arg(&self.config.rootfs)
             .arg("/")
+            .args(self.etc.args())
             .args(["--proc", "/proc", "--dev", "/dev"])
             .args([
                 "--size",
@@ -133,7 +140,10 @@ impl SandboxSpawner {
                 "/dev",
             ])
             .args(["--size", &tmp, "--tmpfs", "/tmp", "--chdir", "/tmp"])
-            .args(["--new-session", "--die-with-parent", "--cap-drop", "ALL"])
+            // The worker is the namespace's init, as in Docker: signals it has
+            // no handler for (SIGKILL from inside too) do not reach it.
+            .args(["--as-pid-1", "--new-session", "--die-with-parent"])
+            .args(["--cap-drop", "ALL"])
             .args(["--seccomp", &SECCOMP_FD.to_string()])
             .arg("--clearenv");
         let env = [
@@ -174,7 +184,7 @@ impl SandboxSpawner {
         });
         let mut command = self.command(dial);
         let setup = ChildSetup {
-            rlimits: limits::rlimits(&self.config.bounds),
+            rlimits: limits::rlimits(&self.config.bounds, cgroup.is_some()),
             cgroup_fds: cgroup
                 .as_ref()
                 .map(limits::Cgroup::procs_fds)
