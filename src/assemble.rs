@@ -278,7 +278,7 @@ fn docker_config(cpython: &CpythonSettings) -> DockerConfig {
         memory_bytes: cpython.docker_memory as u64,
         pids: cpython.docker_pids,
         nano_cpus: cpython.docker_nano_cpus,
-        sources: crate::exec::worker::image::Sources {
+        sources: codemcp_image::Sources {
             debian_mirror: cpython.debian_mirror.clone(),
             pypi_files: cpython.pypi_files.clone(),
         },

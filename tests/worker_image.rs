@@ -14,7 +14,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use codemcp::exec::worker::image::{Sources, cached_downloads};
+use codemcp_image::Sources;
+use codemcp_image::docker::cached_downloads;
 use serde_json::json;
 use support::Setup;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

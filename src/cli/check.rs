@@ -49,7 +49,7 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
         settings.limits.exec_timeout.as_millis()
     );
     print_monty_worker(settings).await;
-    let sources = crate::exec::worker::image::Sources {
+    let sources = codemcp_image::Sources {
         debian_mirror: settings.cpython.debian_mirror.clone(),
         pypi_files: settings.cpython.pypi_files.clone(),
     };

@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 use crate::config::Settings;
 
+/// How long the engine may take to answer `setup docker`.
+const ENGINE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug, clap::Subcommand)]
 pub enum SetupTarget {
     /// Build the CPython worker image (CODEMCP_DOCKER_IMAGE) from the recipe
@@ -23,11 +26,16 @@ pub enum SetupTarget {
 
 /// `codemcp setup docker`: builds the worker image unless it is current.
 pub(super) async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<ExitCode, String> {
-    let sources = crate::exec::worker::image::Sources {
+    let sources = codemcp_image::Sources {
         debian_mirror: settings.cpython.debian_mirror.clone(),
         pypi_files: settings.cpython.pypi_files.clone(),
     };
-    let done = crate::exec::worker::image::setup::setup_docker(
+    let (docker, version) = codemcp_exec::worker::docker::connect(ENGINE_WAIT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let done = codemcp_image::docker::setup_docker(
+        &docker,
+        &version,
         &settings.cpython.docker_image,
         &sources,
         rebuild,

@@ -111,6 +111,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("codemcp-base", 0),
     ("codemcp-sdk", 1),
     ("codemcp-store", 1),
+    ("codemcp-image", 1),
     ("codemcp-snippet", 2),
     ("codemcp-exec", 3),
 ];

@@ -31,7 +31,7 @@ use super::spawn::{Dial, Exit, Launched, Reach, Spawner};
 pub const DOCKER_ENGINE: &str = "cpython-docker";
 /// The internal bridge network every gateway on this engine shares.
 pub const NETWORK: &str = "codemcp-workers";
-/// Where the image build (`image/`) puts `worker/bootstrap.py`.
+/// Where the image build (codemcp-image) puts `worker/bootstrap.py`.
 const BAKED_BOOTSTRAP: &str = "/opt/codemcp/bootstrap.py";
 /// The image label holding the SHA-256 of the baked bootstrap.
 const BOOTSTRAP_LABEL: &str = "codemcp.bootstrap.sha256";
@@ -61,7 +61,7 @@ pub struct DockerConfig {
     pub pids: u32,
     pub nano_cpus: u64,
     /// Where a missing image's inputs are fetched from.
-    pub sources: super::image::Sources,
+    pub sources: codemcp_image::Sources,
 }
 
 /// What `codemcp check` reports about Docker.
@@ -75,7 +75,7 @@ pub struct DockerStatus {
 }
 
 /// Connects and negotiates the API version (Debian's engine speaks 1.41).
-pub(super) async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
+pub async fn connect(within: Duration) -> Result<(Docker, String), WorkerError> {
     let no_engine = |detail: String| WorkerError::NoDockerEngine { detail };
     let docker = Docker::connect_with_defaults().map_err(|e| no_engine(e.to_string()))?;
     let answered = tokio::time::timeout(within, async {
@@ -103,7 +103,7 @@ pub(super) async fn connect(within: Duration) -> Result<(Docker, String), Worker
 
 /// For `codemcp check`: does an engine answer, does the image exist and is
 /// it current (its labels), or what is missing.
-pub async fn status(image: &str, sources: &super::image::Sources) -> DockerStatus {
+pub async fn status(image: &str, sources: &codemcp_image::Sources) -> DockerStatus {
     let (docker, version) = match connect(Duration::from_secs(3)).await {
         Ok(ok) => ok,
         Err(e) => {
@@ -114,10 +114,10 @@ pub async fn status(image: &str, sources: &super::image::Sources) -> DockerStatu
             };
         }
     };
-    let found = super::image::inspect(&docker, image).await;
-    let image_missing = matches!(found, Ok(super::image::Found::Missing));
+    let found = codemcp_image::docker::inspect(&docker, image).await;
+    let image_missing = matches!(found, Ok(codemcp_image::docker::Found::Missing));
     let image = found.map_err(|e| e.to_string()).and_then(|found| {
-        super::image::setup::describe(image, &found, &super::bootstrap_sha256(), sources)
+        codemcp_image::docker::describe(image, &found, &super::bootstrap_sha256(), sources)
     });
     DockerStatus {
         engine: Ok(version),
@@ -135,7 +135,7 @@ pub(super) struct DockerSpawner {
     gateway: Ipv4Addr,
     command: Vec<String>,
     /// Built on first use when it was missing.
-    image: Arc<super::image::OnDemand>,
+    image: Arc<codemcp_image::docker::OnDemand>,
     labels: HashMap<String, String>,
     live: Arc<Mutex<HashSet<String>>>,
     /// Whether removing the container's default route can work (root).
@@ -151,18 +151,18 @@ impl DockerSpawner {
         bootstrap: &'static str,
     ) -> Result<Self, WorkerError> {
         let (docker, version) = connect(within).await?;
-        let found = super::image::inspect(&docker, &config.image)
+        let found = codemcp_image::docker::inspect(&docker, &config.image)
             .await
             .map_err(|e| WorkerError::Docker(e.to_string()))?;
         // A missing image is built by this binary, with this bootstrap baked.
         let baked = match &found {
-            super::image::Found::Present(labels) => labels.get(BOOTSTRAP_LABEL).cloned(),
-            super::image::Found::Missing => Some(super::bootstrap_sha256()),
+            codemcp_image::docker::Found::Present(labels) => labels.get(BOOTSTRAP_LABEL).cloned(),
+            codemcp_image::docker::Found::Missing => Some(super::bootstrap_sha256()),
         };
-        let image = super::image::OnDemand::new(
+        let image = codemcp_image::docker::OnDemand::new(
             docker.clone(),
             config.image.clone(),
-            found != super::image::Found::Missing,
+            found != codemcp_image::docker::Found::Missing,
             config.sources.clone(),
             bootstrap,
         );

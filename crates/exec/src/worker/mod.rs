@@ -11,7 +11,6 @@
 
 mod control;
 pub mod docker;
-pub mod image;
 mod link;
 mod netns;
 mod outcome;

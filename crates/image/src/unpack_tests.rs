@@ -40,10 +40,10 @@ fn files_under(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
 
 #[test]
 fn the_pinned_netbase_deb_unpacks_as_its_recipe_says() {
-    let pin = super::super::recipe::for_this_machine()
+    let pin = crate::recipe::for_this_machine()
         .and_then(|r| r.debs.iter().find(|d| d.package == "netbase"))
         .expect("netbase is pinned");
-    assert_eq!(super::super::super::sha256_hex(NETBASE), pin.sha256);
+    assert_eq!(crate::sha256_hex(NETBASE), pin.sha256);
     let mut root = RootFs::default();
     let added = root.add_deb("netbase", NETBASE).expect("unpacks");
     assert!(added >= 5, "{added}");

@@ -1,24 +1,23 @@
 //! `codemcp setup docker` and the image line of `codemcp check`.
 
-use std::time::Duration;
+use bollard::Docker;
 
-use super::super::docker::connect;
-use super::{Found, Sources, build, inspect, stale_because};
+use super::{Found, build, inspect, stale_because};
+use crate::{Sources, cache_dir};
 
-/// How long the engine may take to answer `setup docker`.
-const ENGINE_WAIT: Duration = Duration::from_secs(10);
-
-/// Builds `image` unless it is already what this binary would build (or
-/// `rebuild`); returns what was done. Starting the engine is the operator's.
+/// Builds `image` on the engine `docker` (`version` names it) unless it is
+/// already what this binary would build (or `rebuild`); returns what was
+/// done. Starting the engine is the operator's.
 pub async fn setup_docker(
+    docker: &Docker,
+    version: &str,
     image: &str,
     sources: &Sources,
     rebuild: bool,
     bootstrap: &'static str,
 ) -> Result<String, String> {
-    let (docker, version) = connect(ENGINE_WAIT).await.map_err(|e| e.to_string())?;
-    let bootstrap_sha = super::fetch::sha256_hex(bootstrap.as_bytes());
-    match inspect(&docker, image).await.map_err(|e| e.to_string())? {
+    let bootstrap_sha = crate::sha256_hex(bootstrap.as_bytes());
+    match inspect(docker, image).await.map_err(|e| e.to_string())? {
         Found::Present(labels) if !rebuild => match stale_because(&labels, &bootstrap_sha) {
             None => return Ok(format!("{image} is up to date ({version})")),
             Some(why) => {
@@ -30,7 +29,7 @@ pub async fn setup_docker(
             tracing::info!(target: "codemcp::worker", image, "building the worker image ({version})");
         }
     }
-    let built = build(&docker, image, sources, bootstrap)
+    let built = build(docker, image, sources, bootstrap)
         .await
         .map_err(|e| format!("building {image}: {e}"))?;
     Ok(built.to_string())
@@ -67,7 +66,7 @@ pub fn describe(
             };
             Err(format!(
                 "{image} is missing{under_way}: the first Docker escalation builds it (about a minute; {cached} of {total} pinned downloads already in {}), or build it now with `codemcp setup docker`",
-                super::cache_dir().display()
+                cache_dir().display()
             ))
         }
     }

@@ -37,6 +37,15 @@ pub enum UnpackError {
     UnsafePath { deb: String, path: String },
     #[error("writing the root file system tar: {0}")]
     Write(std::io::Error),
+    #[error("{wheel} is not a readable wheel: {detail}")]
+    Wheel { wheel: String, detail: String },
+    #[error("writing {path}: {source}")]
+    WriteDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("refusing to write {path:?}: it lies below the symbolic link {link:?}")]
+    BelowLink { path: String, link: String },
 }
 
 /// What one path of the root file system is.
@@ -71,7 +80,6 @@ impl RootFs {
         self.nodes.len()
     }
 
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -164,6 +172,95 @@ impl RootFs {
         Ok(added)
     }
 
+    /// Every path and what it is, parents before children.
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+    }
+
+    /// Adds a wheel's files under `prefix` (a site-packages directory), as
+    /// `zipfile.extractall` does; returns how many.
+    pub fn add_wheel(
+        &mut self,
+        name: &str,
+        wheel: &[u8],
+        prefix: &str,
+    ) -> Result<usize, UnpackError> {
+        let members = crate::wheel::members(name, wheel, |_| true)?;
+        let added = members.len();
+        for m in members {
+            let path = format!("{prefix}/{}", m.path);
+            let mut parent = path.as_str();
+            while let Some((up, _)) = parent.rsplit_once('/') {
+                if self.nodes.contains_key(up) {
+                    break;
+                }
+                self.dir(up, 0o755);
+                parent = up;
+            }
+            self.file(&path, if m.executable { 0o755 } else { 0o644 }, m.bytes);
+        }
+        Ok(added)
+    }
+
+    /// Writes the tree into `dir` (made here; its parent must exist), every
+    /// file and directory without write permission and without set-id bits.
+    /// A path below one of the tree's symbolic links is refused: writing it
+    /// would follow the link out of `dir`.
+    pub fn write_to(&self, dir: &std::path::Path) -> Result<(), UnpackError> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let failed =
+            |path: std::path::PathBuf| move |source| UnpackError::WriteDir { path, source };
+        std::fs::create_dir(dir).map_err(failed(dir.to_path_buf()))?;
+        let mut dirs = Vec::new();
+        for (path, node) in &self.nodes {
+            let mut up = path.as_str();
+            while let Some((parent, _)) = up.rsplit_once('/') {
+                if let Some(Node {
+                    kind: Kind::Symlink(_),
+                    ..
+                }) = self.nodes.get(parent)
+                {
+                    return Err(UnpackError::BelowLink {
+                        path: path.clone(),
+                        link: parent.to_owned(),
+                    });
+                }
+                up = parent;
+            }
+            let at = dir.join(path);
+            if let Some(parent) = at.parent() {
+                std::fs::create_dir_all(parent).map_err(failed(parent.to_path_buf()))?;
+            }
+            match &node.kind {
+                Kind::Dir => {
+                    std::fs::create_dir_all(&at).map_err(failed(at.clone()))?;
+                    dirs.push((at, read_only(node.mode)));
+                }
+                Kind::File(bytes) => {
+                    use std::io::Write;
+                    let mut file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(&at)
+                        .map_err(failed(at.clone()))?;
+                    file.write_all(bytes).map_err(failed(at.clone()))?;
+                    file.set_permissions(std::fs::Permissions::from_mode(read_only(node.mode)))
+                        .map_err(failed(at.clone()))?;
+                }
+                Kind::Symlink(target) => {
+                    std::os::unix::fs::symlink(target, &at).map_err(failed(at.clone()))?;
+                }
+            }
+        }
+        // Children first: a directory without write permission takes no entries.
+        for (at, mode) in dirs.into_iter().rev() {
+            std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode))
+                .map_err(failed(at.clone()))?;
+        }
+        Ok(())
+    }
+
     /// The whole tree as one tar, parents before children.
     pub fn to_tar(&self) -> Result<Vec<u8>, UnpackError> {
         let mut out = tar::Builder::new(Vec::with_capacity(self.file_bytes() as usize + (1 << 20)));
@@ -194,6 +291,11 @@ impl RootFs {
         }
         out.into_inner().map_err(UnpackError::Write)
     }
+}
+
+/// `mode` as written to disk: no write permission, no set-id or sticky bits.
+pub fn read_only(mode: u32) -> u32 {
+    mode & 0o555
 }
 
 /// `./usr/bin/x` → `usr/bin/x`; `./bin/x` → `usr/bin/x` (merged /usr); the

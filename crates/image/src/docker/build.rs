@@ -12,15 +12,12 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{BuildImageOptions, RemoveContainerOptions, WaitContainerOptions};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
-use super::fetch::{self, Pinned};
-use super::recipe::{self, Recipe};
-use super::unpack::{RootFs, UnpackError};
-use super::{ImageError, Sources};
+use crate::recipe::{self, Downloads, Recipe};
+use crate::unpack::{Kind, RootFs, UnpackError};
+use crate::{ImageError, Sources, cache_dir, fetch, rootfs};
 
-/// Downloads at once: a few, to be kind to the mirror.
-const PARALLEL_DOWNLOADS: usize = 4;
 const PROGRESS_FILE: &str = "progress";
 /// The check run may wait this long for the engine.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -44,47 +41,9 @@ impl fmt::Display for Built {
             self.elapsed.as_secs_f64(),
             self.downloaded,
             self.cached,
-            super::cache_dir().display()
+            cache_dir().display()
         )
     }
-}
-
-/// Every file the recipe needs, with the sources to try in order.
-pub fn pinned(recipe: &Recipe, sources: &Sources) -> Vec<Pinned> {
-    let mirror = sources.debian_mirror.trim_end_matches('/');
-    let deb = |d: &recipe::Deb| {
-        let mut urls = vec![format!("{mirror}/{}", d.path)];
-        // A mirror the operator chose is the only one asked (air-gapped
-        // sites, and tests that must stay on loopback).
-        if mirror == recipe::DEBIAN_MIRROR {
-            urls.push(format!("{}/{}", recipe::SNAPSHOT_MIRROR, d.path));
-        }
-        Pinned {
-            name: file_name(d.path),
-            urls,
-            size: d.size,
-            sha256: d.sha256.to_owned(),
-        }
-    };
-    // In this order: the image's .debs, the wheel, then libc-bin (see `context`).
-    let mut items: Vec<Pinned> = recipe.debs.iter().map(deb).collect();
-    let w = recipe.wheel;
-    items.push(Pinned {
-        name: file_name(w.path),
-        urls: vec![format!(
-            "{}/{}",
-            sources.pypi_files.trim_end_matches('/'),
-            w.path
-        )],
-        size: w.size,
-        sha256: w.sha256.to_owned(),
-    });
-    items.push(deb(&recipe.ldconfig));
-    items
-}
-
-fn file_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or(path).to_owned()
 }
 
 /// Builds `image` from this binary's recipe and tags it.
@@ -96,39 +55,16 @@ pub async fn build(
 ) -> Result<Built, ImageError> {
     let started = Instant::now();
     let recipe = recipe::for_this_machine().ok_or(ImageError::NoRecipe(std::env::consts::ARCH))?;
-    let cache = super::cache_dir();
+    let cache = cache_dir();
     let progress = Progress::start(&cache, image);
     progress.stage("downloading");
-    let items = pinned(recipe, sources);
-    let total = items.len();
-    let client = fetch::client()?;
-    let mut files: Vec<(usize, Vec<u8>)> = Vec::with_capacity(total);
-    let mut downloaded = 0;
-    // Owned values: a borrowing stream would not be `Send` for every lifetime
-    // (the build runs on a spawned task).
-    let mut fetches = futures::stream::iter(items.clone().into_iter().enumerate())
-        .map(|(i, item)| {
-            let (client, cache) = (client.clone(), cache.clone());
-            async move {
-                fetch::fetch(&client, &cache, &item)
-                    .await
-                    .map(|got| (i, got))
-            }
-        })
-        .buffer_unordered(PARALLEL_DOWNLOADS);
-    while let Some((i, (bytes, fresh))) = fetches.try_next().await? {
-        if fresh {
-            downloaded += 1;
-            tracing::info!(target: "codemcp::worker", file = %items[i].name, kb = bytes.len() / 1024, "downloaded ({}/{total})", files.len() + 1);
-        }
-        files.push((i, bytes));
-    }
-    drop(fetches);
-    files.sort_by_key(|(i, _)| *i);
-    let cached = total - downloaded;
+    let items = recipe::downloads(recipe, sources, true);
+    let fetched = fetch::fetch_all(&fetch::client()?, &cache, &items).await?;
+    let (downloaded, cached) = (fetched.downloaded, items.len() - fetched.downloaded);
+    let files = fetched.files;
     tracing::info!(target: "codemcp::worker", downloaded, cached, "every pinned file is here and matches its SHA-256; unpacking");
     progress.stage("unpacking the .debs");
-    let bootstrap_sha = fetch::sha256_hex(bootstrap.as_bytes());
+    let bootstrap_sha = crate::sha256_hex(bootstrap.as_bytes());
     let labels = super::labels(recipe, &bootstrap_sha);
     let context = tokio::task::spawn_blocking(move || context(recipe, files, bootstrap, labels))
         .await
@@ -155,24 +91,23 @@ pub async fn build(
 /// The build context: the Dockerfile and the root file system as one tar.
 fn context(
     recipe: &Recipe,
-    files: Vec<(usize, Vec<u8>)>,
+    files: Vec<Vec<u8>>,
     bootstrap: &str,
     labels: HashMap<String, String>,
 ) -> Result<Vec<u8>, ImageError> {
-    let mut root = RootFs::default();
-    // The recipe's order: a later package's file wins, as with dpkg-deb -x.
-    let (mut wheel, mut ldconfig) = (Vec::new(), Vec::new());
-    let debs = recipe.debs.len();
-    for (i, bytes) in files {
-        match i.cmp(&debs) {
-            std::cmp::Ordering::Less => {
-                root.add_deb(recipe.debs[i].package, &bytes)?;
-            }
-            std::cmp::Ordering::Equal => wheel = bytes,
-            std::cmp::Ordering::Greater => ldconfig = ldconfig_from(recipe, &bytes)?,
-        }
-    }
-    finish_root(&mut root, bootstrap, wheel);
+    let Downloads {
+        debs,
+        wheel,
+        ldconfig,
+    } = Downloads::split(recipe, files)?;
+    let mut root = rootfs::base(debs, bootstrap)?;
+    // The RUN step unpacks the wheel and writes the linker cache.
+    root.dir("tmp/codemcp-build", 0o755);
+    root.file(recipe::WHEEL_IN_IMAGE, 0o644, wheel);
+    let ldconfig = ldconfig_from(
+        recipe,
+        &ldconfig.ok_or_else(|| ImageError::Build("libc-bin was not downloaded".into()))?,
+    )?;
     root.file(recipe::LDCONFIG_IN_IMAGE, 0o755, ldconfig);
     root.file(
         recipe::FINISH_IN_IMAGE,
@@ -205,71 +140,12 @@ fn ldconfig_from(recipe: &Recipe, deb: &[u8]) -> Result<Vec<u8>, ImageError> {
     let mut tool = RootFs::default();
     tool.add_deb(recipe.ldconfig.package, deb)?;
     match tool.get("usr/sbin/ldconfig").map(|n| &n.kind) {
-        Some(super::unpack::Kind::File(bytes)) => Ok(bytes.clone()),
+        Some(Kind::File(bytes)) => Ok(bytes.clone()),
         _ => Err(ImageError::Build(format!(
             "{} holds no usr/sbin/ldconfig",
             recipe.ldconfig.path
         ))),
     }
-}
-
-/// What the former script did after unpacking: the merged-/usr links, the
-/// `python3` and `sh` links, the users, the mount points, the bootstrap
-/// (read-only), and the wheel left where the RUN step unpacks it.
-fn finish_root(root: &mut RootFs, bootstrap: &str, wheel: Vec<u8>) {
-    for dir in [
-        "usr",
-        "usr/bin",
-        "usr/sbin",
-        "usr/lib",
-        "usr/lib64",
-        "etc",
-        "opt",
-    ] {
-        if root.get(dir).is_none() {
-            root.dir(dir, 0o755);
-        }
-    }
-    for top in ["bin", "sbin", "lib", "lib64"] {
-        root.symlink(top, &format!("usr/{top}"));
-    }
-    root.symlink("usr/bin/python3", &format!("python{}", recipe::PYTHON));
-    root.symlink("usr/bin/sh", "dash");
-    root.dir("tmp", 0o1777);
-    for dir in ["proc", "sys", "dev"] {
-        root.dir(dir, 0o755);
-    }
-    root.file(
-        "etc/passwd",
-        0o644,
-        b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-            .to_vec(),
-    );
-    root.file(
-        "etc/group",
-        0o644,
-        b"root:x:0:\nnogroup:x:65534:\n".to_vec(),
-    );
-    root.dir("opt/codemcp", 0o555);
-    root.file(
-        "opt/codemcp/bootstrap.py",
-        0o444,
-        bootstrap.as_bytes().to_vec(),
-    );
-    let site = recipe::SITE_PACKAGES;
-    let mut path = String::new();
-    for part in site.split('/') {
-        path = if path.is_empty() {
-            part.to_owned()
-        } else {
-            format!("{path}/{part}")
-        };
-        if root.get(&path).is_none() {
-            root.dir(&path, 0o755);
-        }
-    }
-    root.dir("tmp/codemcp-build", 0o755);
-    root.file(recipe::WHEEL_IN_IMAGE, 0o644, wheel);
 }
 
 /// Sends the context to the engine's builder and follows its output.

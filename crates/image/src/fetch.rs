@@ -1,4 +1,4 @@
-//! Downloads the recipe's files, each checked against its pinned SHA-256 and
+//! Downloads pinned files, each checked against its pinned SHA-256 and
 //! size, into a cache named by digest: a second build downloads nothing. A
 //! file whose digest differs is refused at once, not retried elsewhere: a
 //! mirror serving other bytes under a pinned name is tampered or broken, and
@@ -9,11 +9,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::Digest;
+use futures::{StreamExt, TryStreamExt};
 
+use crate::sha256_hex;
+
+/// Downloads at once: a few, to be kind to the mirror.
+const PARALLEL_DOWNLOADS: usize = 4;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest pinned file is under 3 MB.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(180);
+/// The largest image file is under 3 MB; the Monty worker's wheel is 15 MB.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// A host that sends nothing for this long is given up on.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -65,18 +71,84 @@ pub fn is_cached(cache: &Path, item: &Pinned) -> bool {
     cached_path(cache, item).is_file()
 }
 
+/// How long a download may take: to connect, between two reads (a stalled
+/// host), and in all.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: CONNECT_TIMEOUT,
+            read: READ_TIMEOUT,
+            total: REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// A client with the default [`Timeouts`].
 pub fn client() -> Result<reqwest::Client, FetchError> {
+    client_with(Timeouts::default())
+}
+
+/// Redirects are followed (PyPI's files host may send one): whatever host
+/// the bytes come from, they are checked against the pin all the same.
+pub fn client_with(timeouts: Timeouts) -> Result<reqwest::Client, FetchError> {
     // reqwest is built without a default TLS provider; main installs one,
     // a library caller may not have.
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(timeouts.connect)
+        .read_timeout(timeouts.read)
+        .timeout(timeouts.total)
         .user_agent(concat!("codemcp/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| FetchError::Client(e.to_string()))
+}
+
+/// Every file of `items`, in their order, a few downloads at a time.
+pub struct Fetched {
+    pub files: Vec<Vec<u8>>,
+    /// How many were downloaded (the others came from the cache).
+    pub downloaded: usize,
+}
+
+/// Fetches every one of `items` (see [`fetch`]); the first failure stops it.
+pub async fn fetch_all(
+    client: &reqwest::Client,
+    cache: &Path,
+    items: &[Pinned],
+) -> Result<Fetched, FetchError> {
+    let total = items.len();
+    let mut files: Vec<(usize, Vec<u8>)> = Vec::with_capacity(total);
+    let mut downloaded = 0;
+    // Owned values: a borrowing stream would not be `Send` for every lifetime
+    // (callers run this on spawned tasks).
+    let mut fetches = futures::stream::iter(items.iter().cloned().enumerate())
+        .map(|(i, item)| {
+            let (client, cache) = (client.clone(), cache.to_path_buf());
+            async move { fetch(&client, &cache, &item).await.map(|got| (i, got)) }
+        })
+        .buffer_unordered(PARALLEL_DOWNLOADS);
+    while let Some((i, (bytes, fresh))) = fetches.try_next().await? {
+        if fresh {
+            downloaded += 1;
+            tracing::info!(target: "codemcp::worker", file = %items[i].name, kb = bytes.len() / 1024, "downloaded ({}/{total})", files.len() + 1);
+        }
+        files.push((i, bytes));
+    }
+    drop(fetches);
+    files.sort_by_key(|(i, _)| *i);
+    Ok(Fetched {
+        files: files.into_iter().map(|(_, bytes)| bytes).collect(),
+        downloaded,
+    })
 }
 
 /// The bytes of `item`, from the cache or downloaded; `Ok((bytes, true))`
@@ -179,13 +251,6 @@ fn store(cache: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-pub fn sha256_hex(data: &[u8]) -> String {
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[cfg(test)]
