@@ -15,7 +15,7 @@ use crate::exec::monty::{MontyEngine, MontyLimits};
 use crate::exec::router::Router;
 use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
 use crate::exec::worker::docker::DockerConfig;
-use crate::exec::worker::sandbox::{self, Bounds, SandboxConfig};
+use crate::exec::worker::sandbox::{self, Bounds, RootSource, SandboxConfig};
 use crate::exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::exec::{Executor, Persistence, RunChecks};
 
@@ -320,48 +320,68 @@ async fn sandbox_workers(
     limits: WorkerLimits,
     prewarm: bool,
 ) -> Result<Arc<WorkerEngine>, WorkerError> {
-    let unavailable = |e: sandbox::Missing| WorkerError::Sandbox(e.to_string());
-    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref()).ok_or_else(|| {
-        unavailable(if cfg!(target_os = "linux") {
+    let config = sandbox_config(cpython).map_err(|e| WorkerError::Sandbox(e.to_string()))?;
+    WorkerEngine::start_sandbox(limits, config, prewarm).await
+}
+
+fn sandbox_config(cpython: &CpythonSettings) -> Result<SandboxConfig, sandbox::Missing> {
+    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref()).ok_or(
+        if cfg!(target_os = "linux") {
             sandbox::Missing::NoBwrap
         } else {
             sandbox::Missing::NotLinux
-        })
-    })?;
-    let rootfs = sandbox_rootfs(cpython).await?;
-    let config = SandboxConfig {
-        bwrap,
-        rootfs,
-        bounds: sandbox_bounds(cpython),
+        },
+    )?;
+    let root = match &cpython.sandbox_rootfs {
+        Some(tree) => RootSource::Given(tree.clone()),
+        None => RootSource::Recipe(image_sources(cpython)),
     };
-    WorkerEngine::start_sandbox(limits, config, prewarm).await
+    Ok(SandboxConfig {
+        bwrap,
+        root,
+        bounds: sandbox_bounds(cpython),
+    })
+}
+
+fn image_sources(cpython: &CpythonSettings) -> codemcp_image::Sources {
+    codemcp_image::Sources {
+        debian_mirror: cpython.debian_mirror.clone(),
+        pypi_files: cpython.pypi_files.clone(),
+    }
 }
 
 /// `codemcp setup sandbox`: the root file system made and a sandbox tried
 /// on it, or what is missing.
 pub async fn prepare_sandbox(cpython: &CpythonSettings) -> Result<String, String> {
-    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref())
-        .ok_or_else(|| sandbox::Missing::NoBwrap.to_string())?;
-    let rootfs = sandbox_rootfs(cpython).await.map_err(|e| e.to_string())?;
-    let works = sandbox::probe::usable(&bwrap, &rootfs)
+    let config = sandbox_config(cpython).map_err(|e| e.to_string())?;
+    let version = sandbox::probe::bwrap_works(&config.bwrap)
+        .await
+        .map_err(|e| e.to_string())?;
+    let bootstrap = crate::exec::worker::BOOTSTRAP;
+    let root = match &config.root {
+        RootSource::Recipe(sources) => {
+            sandbox::root::made(&config.bwrap, sources, bootstrap).await?
+        }
+        RootSource::Given(tree) => sandbox::root::given(&config.bwrap, tree).await,
+    };
+    let python = sandbox::probe::rootfs_python(&config.bwrap, &root.tree)
         .await
         .map_err(|e| e.to_string())?;
     Ok(format!(
-        "the sandbox is ready: {works}, root file system {}",
-        rootfs.display()
+        "the sandbox is ready: {version}, CPython {python} in {}{}",
+        root.tree.display(),
+        if root.pycache.is_some() {
+            " (bytecode compiled)"
+        } else {
+            " (no compiled bytecode: workers start slower)"
+        }
     ))
 }
 
-/// Where the sandbox's root file system is (or will be made).
+/// Where the sandbox's root file system is (or will be made), for `check`.
 pub fn sandbox_rootfs_path(cpython: &CpythonSettings) -> std::path::PathBuf {
-    match &cpython.sandbox_rootfs {
-        Some(dir) => dir.clone(),
-        None => crate::exec::store::state_dir().join("python-root"),
-    }
-}
-
-/// `CODEMCP_SANDBOX_ROOTFS`, else the root file system made from the worker
-/// image's recipe.
-async fn sandbox_rootfs(cpython: &CpythonSettings) -> Result<std::path::PathBuf, WorkerError> {
-    Ok(sandbox_rootfs_path(cpython))
+    cpython.sandbox_rootfs.clone().unwrap_or_else(|| {
+        sandbox::root::recipe_tree(crate::exec::worker::BOOTSTRAP)
+            .unwrap_or_else(|| sandbox::root::data_dir().join("python-root"))
+    })
 }

@@ -25,14 +25,18 @@
 mod etc;
 mod limits;
 pub mod probe;
+pub mod root;
 mod seccomp;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
 
-use futures::future::BoxFuture;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use tokio::process::{Child, Command};
 
 pub use self::limits::{Bounds, CgroupRoot};
@@ -46,51 +50,62 @@ const CONTROL_FD: i32 = 3;
 const SECCOMP_FD: i32 = 4;
 /// Where the root file system keeps the worker (as in the image).
 const BAKED_BOOTSTRAP: &str = "opt/codemcp/bootstrap.py";
+/// How long a run waits for the root file system being made.
+const ROOT_WAIT: Duration = Duration::from_secs(20);
 /// The user the worker runs as, inside and (for a root gateway) outside.
 const NOBODY: u32 = 65534;
+
+/// Where a sandbox's root file system comes from.
+#[derive(Debug, Clone)]
+pub enum RootSource {
+    /// Made from the worker image's recipe on first need (codemcp-image).
+    Recipe(codemcp_image::Sources),
+    /// A tree the operator names (`CODEMCP_SANDBOX_ROOTFS`).
+    Given(PathBuf),
+}
 
 /// What a sandboxed worker needs: bwrap, the root file system, the bounds.
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
     /// The `bwrap` executable.
     pub bwrap: PathBuf,
-    /// The verified, read-only CPython root file system.
-    pub rootfs: PathBuf,
+    pub root: RootSource,
     pub bounds: Bounds,
 }
+
+/// What depends on the root file system, ready once it is.
+struct Prepared {
+    root: root::Root,
+    /// `python3 -u ...`: the tree's worker when it is this build's, else `-c`.
+    command: Vec<String>,
+    /// Start bwrap as uid 65534 (the gateway is root).
+    as_nobody: bool,
+    /// The sandbox's `/etc`: the root file system's, plus hosts and hostname.
+    etc: etc::Etc,
+}
+
+type Preparing = Shared<BoxFuture<'static, Result<Arc<Prepared>, String>>>;
 
 /// Starts sandboxed workers.
 pub(super) struct SandboxSpawner {
     config: SandboxConfig,
     seccomp: Vec<u8>,
-    /// `python3 -u ...`: the baked worker when it is this build's, else `-c`.
-    command: Vec<String>,
     cgroups: Option<CgroupRoot>,
-    /// Start bwrap as uid 65534 (the gateway is root).
-    as_nobody: bool,
     version: String,
-    /// The sandbox's `/etc`: the root file system's, plus hosts and hostname.
-    etc: etc::Etc,
+    prepared: Preparing,
 }
 
 impl SandboxSpawner {
-    /// Checks that bwrap can make a sandbox here and that the root file
-    /// system holds a CPython; finds the cgroup place.
+    /// Checks that bwrap can make a sandbox here and finds the cgroup place;
+    /// the root file system is made (or checked) in the background, and the
+    /// first worker waits for it.
     pub async fn prepare(
         config: SandboxConfig,
         bootstrap: &'static str,
     ) -> Result<Self, WorkerError> {
-        let version = probe::usable(&config.bwrap, &config.rootfs)
+        let version = probe::bwrap_works(&config.bwrap)
             .await
             .map_err(|e| WorkerError::Sandbox(e.to_string()))?;
-        let baked = std::fs::read(config.rootfs.join(BAKED_BOOTSTRAP)).ok();
-        let mut command = vec!["/usr/bin/python3".to_owned(), "-u".to_owned()];
-        if baked.as_deref() == Some(bootstrap.as_bytes()) {
-            command.push(format!("/{BAKED_BOOTSTRAP}"));
-        } else {
-            tracing::info!(target: "codemcp::worker", rootfs = %config.rootfs.display(), "the sandbox's worker code differs from this build's; passing it on the command line");
-            command.extend(["-c".to_owned(), bootstrap.to_owned()]);
-        }
         let cgroups = match CgroupRoot::find() {
             Ok(root) => {
                 limits::reap_stale(&root);
@@ -101,24 +116,35 @@ impl SandboxSpawner {
                 None
             }
         };
-        let as_nobody = nix::unistd::geteuid().is_root() && reachable_by_all(&config.rootfs);
-        let etc = etc::Etc::new(&config.rootfs)
-            .map_err(|e| WorkerError::Sandbox(format!("the sandbox's /etc: {e}")))?;
-        if nix::unistd::geteuid().is_root() && !as_nobody {
-            tracing::warn!(target: "codemcp::worker", rootfs = %config.rootfs.display(), "the sandbox's root file system is not reachable by uid 65534: sandboxes run under root's uid (with no capability)");
-        }
+        let (bwrap, source) = (config.bwrap.clone(), config.root.clone());
+        let prepared: Preparing =
+            async move { prepare_root(&bwrap, &source, bootstrap).await.map(Arc::new) }
+                .boxed()
+                .shared();
+        // Driven now, so it is ready (or failed) before the first escalation.
+        tokio::spawn(prepared.clone());
         Ok(Self {
             seccomp: seccomp::compiled(),
-            command,
             cgroups,
-            as_nobody,
             version,
-            etc,
+            prepared,
             config,
         })
     }
 
-    fn command(&self, dial: &Dial<'_>) -> Command {
+    /// The root file system, waiting for it at most `ROOT_WAIT`.
+    async fn ready(&self) -> Result<Arc<Prepared>, WorkerError> {
+        match tokio::time::timeout(ROOT_WAIT, self.prepared.clone()).await {
+            Ok(Ok(prepared)) => Ok(prepared),
+            Ok(Err(e)) => Err(WorkerError::Sandbox(e)),
+            Err(_) => Err(WorkerError::Sandbox(format!(
+                "its CPython root file system is still being made (the first sandboxed escalation on this machine downloads the worker image's pinned packages; `codemcp setup sandbox` does it ahead of time); run this again shortly (waited {} s)",
+                ROOT_WAIT.as_secs()
+            ))),
+        }
+    }
+
+    fn command(&self, prepared: &Prepared, dial: &Dial<'_>) -> Command {
         let b = &self.config.bounds;
         let mut command = Command::new(&self.config.bwrap);
         let tmp = b.tmp_bytes.to_string();
@@ -127,9 +153,9 @@ impl SandboxSpawner {
             .args(["--uid", "65534", "--gid", "65534"])
             .args(["--hostname", "codemcp-worker"])
             .arg("--ro-bind")
-            .arg(&self.config.rootfs)
+            .arg(&prepared.root.tree)
             .arg("/")
-            .args(self.etc.args())
+            .args(prepared.etc.args())
             .args(["--proc", "/proc", "--dev", "/dev"])
             .args([
                 "--size",
@@ -159,12 +185,21 @@ impl SandboxSpawner {
             ("CODEMCP_WORKER_TOKEN", dial.token.to_owned()),
             ("CODEMCP_WORKER_NPROC", b.pids.to_string()),
         ];
+        if let Some(pycache) = &prepared.root.pycache {
+            command.args(root::opt_args(&prepared.root.tree));
+            command
+                .arg("--ro-bind")
+                .arg(pycache)
+                .arg(root::PYCACHE_IN_SANDBOX);
+            command.args(["--remount-ro", "/opt"]);
+            command.args(["--setenv", "PYTHONPYCACHEPREFIX", root::PYCACHE_IN_SANDBOX]);
+        }
         for (name, value) in env {
             command.args(["--setenv", name, &value]);
         }
         command
             .arg("--")
-            .args(&self.command)
+            .args(&prepared.command)
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -173,7 +208,7 @@ impl SandboxSpawner {
         command
     }
 
-    fn launch(&self, dial: &Dial<'_>) -> Result<Jailed, WorkerError> {
+    fn launch(&self, prepared: &Prepared, dial: &Dial<'_>) -> Result<Jailed, WorkerError> {
         let failed = |what: &str, e: std::io::Error| WorkerError::Start(format!("{what}: {e}"));
         let (ours, theirs) = UnixStream::pair().map_err(|e| failed("a control socket", e))?;
         let program = seccomp_pipe(&self.seccomp).map_err(|e| failed("the seccomp program", e))?;
@@ -182,7 +217,7 @@ impl SandboxSpawner {
                 .inspect_err(|e| tracing::warn!(target: "codemcp::worker", error = %e, "could not make a cgroup for a sandboxed worker; its resource limits still hold"))
                 .ok()
         });
-        let mut command = self.command(dial);
+        let mut command = self.command(prepared, dial);
         let setup = ChildSetup {
             rlimits: limits::rlimits(&self.config.bounds, cgroup.is_some()),
             cgroup_fds: cgroup
@@ -191,7 +226,7 @@ impl SandboxSpawner {
                 .unwrap_or_default(),
             control: theirs.as_raw_fd(),
             seccomp: program.as_raw_fd(),
-            as_nobody: self.as_nobody,
+            as_nobody: prepared.as_nobody,
         };
         // SAFETY: `ChildSetup::run` makes only async-signal-safe calls.
         unsafe {
@@ -307,7 +342,10 @@ impl Spawner for SandboxSpawner {
         format!(
             "cpython in bubblewrap sandboxes ({}, root {}; {} MiB, {} processes, {} CPU s, /tmp {} MiB{}; no network, seccomp, control over a socket handed in)",
             self.version,
-            self.config.rootfs.display(),
+            match &self.config.root {
+                RootSource::Recipe(_) => "the worker image's recipe".to_owned(),
+                RootSource::Given(tree) => tree.display().to_string(),
+            },
             b.memory_bytes >> 20,
             b.pids,
             b.cpu_seconds,
@@ -327,7 +365,10 @@ impl Spawner for SandboxSpawner {
         &'a self,
         dial: Dial<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
-        Box::pin(async move { Ok(Box::new(self.launch(&dial)?) as Box<dyn Launched>) })
+        Box::pin(async move {
+            let prepared = self.ready().await?;
+            Ok(Box::new(self.launch(&prepared, &dial)?) as Box<dyn Launched>)
+        })
     }
 
     fn memory_limit(&self) -> Option<String> {
@@ -362,4 +403,42 @@ pub use self::probe::{Missing, SandboxStatus, status};
 /// Whether `rootfs` could serve: for `check` before it exists.
 pub fn rootfs_present(rootfs: &Path) -> bool {
     rootfs.join("usr/bin/python3").exists()
+}
+
+/// The tree, its bytecode, and what depends on them.
+async fn prepare_root(
+    bwrap: &Path,
+    source: &RootSource,
+    bootstrap: &'static str,
+) -> Result<Prepared, String> {
+    let root = match source {
+        RootSource::Recipe(sources) => root::made(bwrap, sources, bootstrap).await?,
+        RootSource::Given(tree) => root::given(bwrap, tree).await,
+    };
+    probe::rootfs_python(bwrap, &root.tree)
+        .await
+        .map_err(|e| e.to_string())?;
+    let baked = std::fs::read(root.tree.join(BAKED_BOOTSTRAP)).ok();
+    let mut command = vec!["/usr/bin/python3".to_owned(), "-u".to_owned()];
+    if baked.as_deref() == Some(bootstrap.as_bytes()) {
+        command.push(format!("/{BAKED_BOOTSTRAP}"));
+    } else {
+        tracing::info!(target: "codemcp::worker", tree = %root.tree.display(), "the sandbox's worker code differs from this build's; passing it on the command line");
+        command.extend(["-c".to_owned(), bootstrap.to_owned()]);
+    }
+    let is_root = nix::unistd::geteuid().is_root();
+    let as_nobody = is_root
+        && reachable_by_all(&root.tree)
+        && root.pycache.as_deref().is_none_or(reachable_by_all);
+    if is_root && !as_nobody {
+        tracing::warn!(target: "codemcp::worker", tree = %root.tree.display(), "the sandbox's root file system is not reachable by uid 65534: sandboxes run under root's uid (with no capability)");
+    }
+    let etc = etc::Etc::new(&root.tree).map_err(|e| format!("the sandbox's /etc: {e}"))?;
+    tracing::info!(target: "codemcp::worker", tree = %root.tree.display(), bytecode = root.pycache.is_some(), "the sandbox's root file system is ready");
+    Ok(Prepared {
+        root,
+        command,
+        as_nobody,
+        etc,
+    })
 }
