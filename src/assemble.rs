@@ -15,6 +15,7 @@ use crate::exec::monty::{MontyEngine, MontyLimits};
 use crate::exec::router::Router;
 use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
 use crate::exec::worker::docker::DockerConfig;
+use crate::exec::worker::sandbox::{self, Bounds, RootSource, SandboxConfig};
 use crate::exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
 use crate::exec::{Executor, Persistence, RunChecks};
 
@@ -89,6 +90,12 @@ pub async fn build(settings: &Settings, transport: Transport) -> Result<Assemble
         Isolation::HostSystem => {
             host_workers(cpython, workers, "CODEMCP_ISOLATION=HOST_SYSTEM").await?
         }
+        Isolation::Sandbox => sandbox_workers(cpython, workers, true)
+            .await
+            .map_err(|source| ExecError::Workers {
+                setting: "CODEMCP_ISOLATION=SANDBOX",
+                source,
+            })?,
         Isolation::Docker => docker_workers(cpython, workers, DOCKER_WAIT, true)
             .await
             .map_err(|source| ExecError::Workers {
@@ -157,30 +164,60 @@ fn session_store(
 }
 
 /// The CPython engine Monty escalates to, or `None` and what to say instead.
+/// `auto` takes the strongest placement this machine has (docs/security.md
+/// gives the order and why): Docker when an engine answers, else a
+/// bubblewrap sandbox, else none. Never the unsandboxed host: that one is
+/// only ever used when named.
 async fn fallback(
     cpython: &CpythonSettings,
     limits: WorkerLimits,
 ) -> Result<(Option<Arc<WorkerEngine>>, String), ExecError> {
+    let explicit = |setting| move |source| ExecError::Workers { setting, source };
     Ok(match cpython.fallback {
-        Fallback::Host => (Some(host_workers(cpython, limits, "CODEMCP_FALLBACK=host").await?), String::new()),
+        Fallback::Host => (
+            Some(host_workers(cpython, limits, "CODEMCP_FALLBACK=host-unsandboxed").await?),
+            String::new(),
+        ),
+        Fallback::Sandbox => {
+            let workers = sandbox_workers(cpython, limits, true)
+                .await
+                .map_err(explicit("CODEMCP_FALLBACK=sandbox"))?;
+            (Some(workers), String::new())
+        }
         Fallback::Docker => {
             let workers = docker_workers(cpython, limits, DOCKER_WAIT, true)
                 .await
-                .map_err(|source| ExecError::Workers {
-                    setting: "CODEMCP_FALLBACK=docker",
-                    source,
-                })?;
+                .map_err(explicit("CODEMCP_FALLBACK=docker"))?;
             (Some(workers), String::new())
         }
-        Fallback::Auto => match docker_workers(cpython, limits, DOCKER_AUTO_WAIT, false).await {
-            Ok(workers) => (Some(workers), String::new()),
-            Err(e) => {
-                tracing::info!(target: "codemcp", reason = %e, "no CPython fallback (CODEMCP_FALLBACK=auto found no usable Docker)");
-                (None, format!("No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker: {e}. Or start codemcp with CODEMCP_FALLBACK=host (trusted agents only: no sandbox)."))
-            }
-        },
-        Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=docker (sandboxed) or CODEMCP_FALLBACK=host (trusted agents only: no sandbox) enables one.".to_owned()),
+        Fallback::Auto => auto_fallback(cpython, limits).await,
+        Fallback::None => (None, "The CPython fallback is disabled (CODEMCP_FALLBACK=none); CODEMCP_FALLBACK=sandbox or docker enables a sandboxed one (host-unsandboxed: trusted agents only, no sandbox).".to_owned()),
     })
+}
+
+async fn auto_fallback(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+) -> (Option<Arc<WorkerEngine>>, String) {
+    let no_docker = match docker_workers(cpython, limits.clone(), DOCKER_AUTO_WAIT, false).await {
+        Ok(workers) => return (Some(workers), String::new()),
+        Err(e) => e,
+    };
+    match sandbox_workers(cpython, limits, true).await {
+        Ok(workers) => {
+            tracing::info!(target: "codemcp", docker = %no_docker, "CODEMCP_FALLBACK=auto: no usable Docker, escalating to bubblewrap sandboxes");
+            (Some(workers), String::new())
+        }
+        Err(no_sandbox) => {
+            tracing::warn!(target: "codemcp", docker = %no_docker, sandbox = %no_sandbox, "no CPython fallback: CODEMCP_FALLBACK=auto found neither a usable Docker nor a sandbox");
+            (
+                None,
+                format!(
+                    "No CPython fallback is enabled: CODEMCP_FALLBACK=auto found no usable Docker ({no_docker}) and no sandbox ({no_sandbox}). `codemcp check` says what is missing."
+                ),
+            )
+        }
+    }
 }
 
 fn monty_limits(run: &RunLimits, sessions: &SessionSettings, monty: &MontySettings) -> MontyLimits {
@@ -247,11 +284,13 @@ fn worker_limits(
     }
 }
 
+/// The unsandboxed host placement: only ever started when named.
 async fn host_workers(
     cpython: &CpythonSettings,
     limits: WorkerLimits,
     setting: &'static str,
 ) -> Result<Arc<WorkerEngine>, ExecError> {
+    tracing::warn!(target: "codemcp", setting, "escalated code runs UNSANDBOXED on the host, as this user: for trusted agents only");
     WorkerEngine::start_host(limits, find_python(cpython.python.as_deref()))
         .await
         .map_err(|source| ExecError::Workers { setting, source })
@@ -277,4 +316,96 @@ async fn docker_workers(
     prewarm: bool,
 ) -> Result<Arc<WorkerEngine>, WorkerError> {
     WorkerEngine::start_docker(limits, docker_config(cpython), within, prewarm).await
+}
+
+/// The bounds of a sandboxed worker: Docker's memory, processes and CPU
+/// share (`CODEMCP_DOCKER_*` bound every isolated worker), and the rest as
+/// the container has them.
+pub fn sandbox_bounds(cpython: &CpythonSettings) -> Bounds {
+    Bounds {
+        memory_bytes: cpython.docker_memory as u64,
+        pids: cpython.docker_pids,
+        nano_cpus: cpython.docker_nano_cpus,
+        cpu_seconds: SANDBOX_CPU_SECONDS,
+        file_bytes: SANDBOX_TMP_BYTES,
+        open_files: 1024,
+        tmp_bytes: SANDBOX_TMP_BYTES,
+    }
+}
+
+/// CPU time a sandboxed worker's process may use over its life (a run's
+/// wall limit stops any one run long before).
+const SANDBOX_CPU_SECONDS: u64 = 3600;
+/// `/tmp`, `/dev/shm` and the largest file, as Docker's tmpfs.
+const SANDBOX_TMP_BYTES: u64 = 64 << 20;
+
+async fn sandbox_workers(
+    cpython: &CpythonSettings,
+    limits: WorkerLimits,
+    prewarm: bool,
+) -> Result<Arc<WorkerEngine>, WorkerError> {
+    let config = sandbox_config(cpython).map_err(|e| WorkerError::Sandbox(e.to_string()))?;
+    WorkerEngine::start_sandbox(limits, config, prewarm).await
+}
+
+fn sandbox_config(cpython: &CpythonSettings) -> Result<SandboxConfig, sandbox::Missing> {
+    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref()).ok_or(
+        if cfg!(target_os = "linux") {
+            sandbox::Missing::NoBwrap
+        } else {
+            sandbox::Missing::NotLinux
+        },
+    )?;
+    let root = match &cpython.sandbox_rootfs {
+        Some(tree) => RootSource::Given(tree.clone()),
+        None => RootSource::Recipe(image_sources(cpython)),
+    };
+    Ok(SandboxConfig {
+        bwrap,
+        root,
+        bounds: sandbox_bounds(cpython),
+    })
+}
+
+fn image_sources(cpython: &CpythonSettings) -> codemcp_image::Sources {
+    codemcp_image::Sources {
+        debian_mirror: cpython.debian_mirror.clone(),
+        pypi_files: cpython.pypi_files.clone(),
+    }
+}
+
+/// `codemcp setup sandbox`: the root file system made and a sandbox tried
+/// on it, or what is missing.
+pub async fn prepare_sandbox(cpython: &CpythonSettings) -> Result<String, String> {
+    let config = sandbox_config(cpython).map_err(|e| e.to_string())?;
+    let version = sandbox::probe::bwrap_works(&config.bwrap)
+        .await
+        .map_err(|e| e.to_string())?;
+    let bootstrap = crate::exec::worker::BOOTSTRAP;
+    let root = match &config.root {
+        RootSource::Recipe(sources) => {
+            sandbox::root::made(&config.bwrap, sources, bootstrap).await?
+        }
+        RootSource::Given(tree) => sandbox::root::given(&config.bwrap, tree).await,
+    };
+    let python = sandbox::probe::rootfs_python(&config.bwrap, &root.tree)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "the sandbox is ready: {version}, CPython {python} in {}{}",
+        root.tree.display(),
+        if root.pycache.is_some() {
+            " (bytecode compiled)"
+        } else {
+            " (no compiled bytecode: workers start slower)"
+        }
+    ))
+}
+
+/// Where the sandbox's root file system is (or will be made), for `check`.
+pub fn sandbox_rootfs_path(cpython: &CpythonSettings) -> std::path::PathBuf {
+    cpython.sandbox_rootfs.clone().unwrap_or_else(|| {
+        sandbox::root::recipe_tree(crate::exec::worker::BOOTSTRAP)
+            .unwrap_or_else(|| sandbox::root::data_dir().join("python-root"))
+    })
 }

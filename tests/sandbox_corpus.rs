@@ -45,6 +45,12 @@ struct Mode {
     /// Runs only when a Docker engine answers and the worker image exists
     /// (always under `CI=true`, where a missing engine fails the test).
     needs_docker: bool,
+    /// Runs only where bubblewrap can make a sandbox and its root file system
+    /// is made (always under `CI=true`, where either missing fails the test).
+    needs_sandbox: bool,
+    /// A case with no verdict for this mode takes this mode's: the same
+    /// CPython worker, held to the same standard.
+    verdicts_like: Option<&'static str>,
 }
 
 const MODES: &[Mode] = &[
@@ -52,11 +58,22 @@ const MODES: &[Mode] = &[
         name: "MONTY",
         env: &[("CODEMCP_ISOLATION", "MONTY")],
         needs_docker: false,
+        needs_sandbox: false,
+        verdicts_like: None,
     },
     Mode {
         name: "DOCKER",
         env: &[("CODEMCP_ISOLATION", "DOCKER")],
         needs_docker: true,
+        needs_sandbox: false,
+        verdicts_like: None,
+    },
+    Mode {
+        name: "SANDBOX",
+        env: &[("CODEMCP_ISOLATION", "SANDBOX")],
+        needs_docker: false,
+        needs_sandbox: true,
+        verdicts_like: Some("DOCKER"),
     },
 ];
 
@@ -215,6 +232,11 @@ fn parse_case(path: &Path, text: &str) -> Result<Case, String> {
         lines.next();
     }
     for mode in MODES {
+        if !verdicts.contains_key(mode.name)
+            && let Some(like) = mode.verdicts_like.and_then(|m| verdicts.get(m)).cloned()
+        {
+            verdicts.insert(mode.name.to_owned(), like);
+        }
         if !verdicts.contains_key(mode.name) {
             return Err(format!("no '# {}: ...' verdict in the header", mode.name));
         }
@@ -952,6 +974,21 @@ async fn escape_corpus_holds_in_every_mode() {
             }));
             continue;
         }
+        if mode.needs_sandbox
+            && let Err(reason) = sandbox_or_skip()
+        {
+            eprintln!("sandbox corpus: skipping mode {}: {reason}", mode.name);
+            outcomes.extend(selected.iter().map(|c| Outcome {
+                case: c.name.clone(),
+                class: c.class.clone(),
+                mode: mode.name,
+                failure: None,
+                skipped: Some("no bubblewrap sandbox here"),
+                summary: String::new(),
+                elapsed: Duration::ZERO,
+            }));
+            continue;
+        }
         outcomes.extend(run_mode(mode, &selected, &fixture).await);
     }
     report(&outcomes, verbose);
@@ -969,6 +1006,28 @@ async fn escape_corpus_holds_in_every_mode() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// `codemcp setup sandbox` (bwrap works, the root file system is made, or
+/// `CODEMCP_SANDBOX_ROOTFS` names one): else why not. Under `CI=true` a
+/// sandbox must be possible, so its absence fails the test.
+fn sandbox_or_skip() -> Result<(), String> {
+    let out = std::process::Command::new(support::bin())
+        .args(["setup", "sandbox"])
+        .output()
+        .map_err(|e| format!("codemcp setup sandbox: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let reason = format!(
+        "codemcp setup sandbox: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true needs the sandbox placement: {reason}"
+    );
+    Err(reason)
 }
 
 /// Gateways inherit a limit of 1024 open files, the common default soft limit, and

@@ -24,6 +24,7 @@ import linecache
 import os
 import pathlib
 import re
+import socket
 import sys
 import threading
 import traceback
@@ -883,10 +884,30 @@ def snippet_frames(exc):
 # ---------------------------------------------------------------- main
 
 
+def control_socket():
+    """The socket the gateway handed in (`CODEMCP_CONTROL_FD`), else None: dial the URL."""
+    fd = os.environ.pop("CODEMCP_CONTROL_FD", None)
+    if not fd:
+        return None
+    return socket.socket(fileno=int(fd))
+
+
+def limit_processes():
+    """`CODEMCP_WORKER_NPROC`: at most this many processes and threads, set
+    before any snippet runs. Inside the sandbox's own user namespace the
+    kernel counts them for this sandbox alone (see worker/PROTOCOL.md)."""
+    limit = os.environ.pop("CODEMCP_WORKER_NPROC", None)
+    if limit:
+        import resource
+        n = int(limit)
+        resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+
+
 async def serve(url, token):
     try:
         ws = await connect(
             url,
+            sock=control_socket(),
             proxy=None,  # websockets >= 15 would otherwise honour *_PROXY variables
             compression=None,
             ping_interval=None,  # liveness is the gateway's job: it watches the process
@@ -930,6 +951,11 @@ def main():
     token = os.environ.pop("CODEMCP_WORKER_TOKEN", None)
     if not url or not token:
         log("CODEMCP_CONTROL_URL and CODEMCP_WORKER_TOKEN must be set (the gateway starts this worker)")
+        sys.exit(2)
+    try:
+        limit_processes()
+    except (ValueError, OSError) as e:
+        log(f"cannot set CODEMCP_WORKER_NPROC: {e}")
         sys.exit(2)
     install_streams()
     install_recursion_limit()

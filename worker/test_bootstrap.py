@@ -10,15 +10,17 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
 from pathlib import Path
 
 try:
-    from websockets.asyncio.server import serve
+    from websockets.asyncio.server import serve, unix_serve
     from websockets.exceptions import ConnectionClosed
 except ImportError:
     sys.exit("worker tests need websockets: python3 -m pip install websockets==17.4 (see PROTOCOL.md)")
@@ -242,6 +244,43 @@ class Startup(unittest.TestCase):
             self.assertEqual(gateway.workers[0].wait(WAIT), 0)
         finally:
             gateway.close()
+
+
+class HandedInSocket(unittest.TestCase):
+    """A sandboxed worker is handed its end of a socket (`CODEMCP_CONTROL_FD`)
+    and speaks WebSocket over it: it must not dial the URL, which names no host."""
+
+    def test_a_worker_handed_a_socket_connects_over_it_not_the_url(self):
+        gateway = Gateway(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "control.sock")
+            async def listen():
+                return await unix_serve(gateway.handle, path)
+
+            server = gateway.call(listen())
+            ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours.connect(path)
+            try:
+                env = {k: v for k, v in os.environ.items() if not k.startswith("CODEMCP_")}
+                env.update(
+                    CODEMCP_CONTROL_URL="ws://codemcp-worker.invalid/",
+                    CODEMCP_CONTROL_FD=str(ours.fileno()),
+                    CODEMCP_WORKER_TOKEN=gateway.token,
+                )
+                proc = subprocess.Popen(
+                    [sys.executable, str(BOOTSTRAP)], env=env, pass_fds=[ours.fileno()],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                )
+                gateway.workers.append(proc)
+                ours.close()  # the worker holds its copy
+                connection = gateway.connections.get(timeout=WAIT)
+                self.assertEqual(gateway.first_frames, [gateway.token])
+                reply = connection.run("print('over the socket')")
+                self.assertEqual(reply["stdout"], "over the socket\n")
+            finally:
+                server.close()
+                codes = gateway.close()
+        self.assertEqual([code for code, _ in codes], [0])
 
 
 class Golden(unittest.TestCase):

@@ -67,6 +67,7 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
         ),
     }
     print_python_versions(settings).await;
+    let sandbox_usable = print_sandbox(settings).await;
     // A missing image is built on the first escalation.
     let docker_usable = matches!(status.image, Some(Ok(_))) || status.image_missing;
     let fallback = match (settings.cpython.isolation, settings.cpython.fallback) {
@@ -74,6 +75,14 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
             "every run in CPython on the host (CODEMCP_ISOLATION=HOST_SYSTEM; no sandbox)"
                 .to_owned()
         }
+        (Isolation::Sandbox, _) => format!(
+            "every run in CPython in a bubblewrap sandbox (CODEMCP_ISOLATION=SANDBOX){}",
+            if sandbox_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
+        ),
         (Isolation::Docker, _) => format!(
             "every run in CPython in a Docker container (CODEMCP_ISOLATION=DOCKER){}",
             if docker_usable {
@@ -83,8 +92,16 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
             }
         ),
         (_, Fallback::Host) => {
-            "escalates to CPython on the host (CODEMCP_FALLBACK=host; no sandbox)".to_owned()
+            "escalates to CPython on the host, UNSANDBOXED (CODEMCP_FALLBACK=host-unsandboxed: trusted agents only)".to_owned()
         }
+        (_, Fallback::Sandbox) => format!(
+            "escalates to CPython in bubblewrap sandboxes (CODEMCP_FALLBACK=sandbox){}",
+            if sandbox_usable {
+                ""
+            } else {
+                ": NOT usable, see above"
+            }
+        ),
         (_, Fallback::Docker) => format!(
             "escalates to CPython in Docker containers (CODEMCP_FALLBACK=docker){}",
             if docker_usable {
@@ -97,12 +114,34 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
             "escalates to CPython in Docker containers (CODEMCP_FALLBACK=auto: the engine answers)"
                 .to_owned()
         }
+        (_, Fallback::Auto) if sandbox_usable => {
+            "escalates to CPython in bubblewrap sandboxes (CODEMCP_FALLBACK=auto: no usable Docker engine; the sandbox works here)"
+                .to_owned()
+        }
         (_, Fallback::Auto) => {
-            "none (CODEMCP_FALLBACK=auto found no usable Docker: see above)".to_owned()
+            "none (CODEMCP_FALLBACK=auto found neither a usable Docker nor a sandbox: see above; never the unsandboxed host)".to_owned()
         }
         (_, Fallback::None) => "none (CODEMCP_FALLBACK=none)".to_owned(),
     };
     println!("cpython fallback: {fallback}");
+}
+
+/// The bubblewrap placement: what works and what is missing; whether
+/// escalation can use it.
+async fn print_sandbox(settings: &Settings) -> bool {
+    use crate::exec::worker::sandbox;
+    let rootfs = crate::assemble::sandbox_rootfs_path(&settings.cpython);
+    let status = sandbox::status(settings.cpython.bwrap.as_deref(), &rootfs).await;
+    match &status.bwrap {
+        Ok(version) => println!("sandbox: {version} (Linux only; makes every namespace new here)"),
+        Err(missing) => println!("sandbox: NOT usable: {missing}"),
+    }
+    match &status.rootfs {
+        Ok(python) => println!("sandbox root: {} (CPython {python})", rootfs.display()),
+        Err(missing) if status.bwrap.is_ok() => println!("sandbox root: {missing}"),
+        Err(_) => {}
+    }
+    status.usable()
 }
 
 /// Monty's CPython target beside the host workers' actual CPython (the

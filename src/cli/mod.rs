@@ -209,6 +209,9 @@ async fn without_upstreams(
         Command::Setup {
             what: SetupTarget::Pool,
         } => setup::setup_pool(settings).await,
+        Command::Setup {
+            what: SetupTarget::Sandbox,
+        } => setup::setup_sandbox(settings).await,
         _ => return None,
     })
 }

@@ -22,6 +22,11 @@ pub enum SetupTarget {
     /// pydantic-monty-runtime wheel of this Monty, checked by SHA-256 and
     /// unpacked into the data directory (CODEMCP_PYPI_FILES: from where).
     Pool,
+    /// Make the bubblewrap sandbox's CPython root file system (the worker
+    /// image's pinned packages, unpacked and verified into the data
+    /// directory) and check that a sandbox runs it. Linux only; needs
+    /// bubblewrap (`apt-get install bubblewrap`).
+    Sandbox,
 }
 
 /// `codemcp setup docker`: builds the worker image unless it is current.
@@ -64,5 +69,13 @@ pub(super) async fn setup_pool(settings: &Settings) -> Result<ExitCode, String> 
         worker.source.describe(),
         worker.binary.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `codemcp setup sandbox`: makes (or verifies) the root file system and
+/// tries one sandbox on it.
+pub(super) async fn setup_sandbox(settings: &Settings) -> Result<ExitCode, String> {
+    let done = crate::assemble::prepare_sandbox(&settings.cpython).await?;
+    println!("{done}");
     Ok(ExitCode::SUCCESS)
 }

@@ -286,15 +286,18 @@ pub struct MontySettings {
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 #[command(next_help_heading = "CPython")]
 pub struct CpythonSettings {
-    /// `MONTY` (Monty, escalating to the fallback), `DOCKER` or `HOST_SYSTEM`
-    /// (every run in CPython).
+    /// `MONTY` (Monty, escalating to the fallback), `SANDBOX`, `DOCKER` or
+    /// `HOST_SYSTEM` (every run in CPython: in a bubblewrap sandbox, in a
+    /// Docker container, or unsandboxed on the host).
     #[arg(long = "isolation", env = "CODEMCP_ISOLATION")]
     #[arg(value_name = "ENGINE", default_value = "MONTY")]
     #[arg(global = true, value_parser = Lenient::new(isolation))]
     pub isolation: Isolation,
-    /// Where Monty escalates code it cannot run: `auto` (Docker when an
-    /// engine answers, else none), `docker`, `host` (only when asked for: no
-    /// sandbox) or `none`.
+    /// Where Monty escalates code it cannot run: `auto` (the strongest
+    /// placement this machine has: Docker when an engine answers, else a
+    /// bubblewrap sandbox, else none), `docker`, `sandbox`,
+    /// `host-unsandboxed` (also `host`; only when asked for: no sandbox at
+    /// all) or `none`.
     #[arg(long = "fallback", env = "CODEMCP_FALLBACK")]
     #[arg(value_name = "ENGINE", default_value = "auto")]
     #[arg(global = true, value_parser = Lenient::new(fallback))]
@@ -333,6 +336,17 @@ pub struct CpythonSettings {
     #[arg(value_name = "CPUS", default_value = "1")]
     #[arg(global = true, value_parser = Lenient::new(cpus))]
     pub docker_nano_cpus: u64,
+    /// The `bwrap` executable for sandboxed workers (unset: `bwrap` on `PATH`).
+    #[arg(long = "bwrap", env = "CODEMCP_BWRAP")]
+    #[arg(value_name = "PATH", default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::new(path))]
+    pub bwrap: std::option::Option<PathBuf>,
+    /// A CPython root file system for sandboxed workers instead of the one
+    /// `codemcp setup sandbox` makes from the worker image's recipe.
+    #[arg(long = "sandbox-rootfs", env = "CODEMCP_SANDBOX_ROOTFS")]
+    #[arg(value_name = "DIR", default_value = "", hide_default_value = true)]
+    #[arg(global = true, value_parser = Lenient::new(path))]
+    pub sandbox_rootfs: std::option::Option<PathBuf>,
     /// The Debian mirror the worker image's pinned packages are fetched from
     /// (each checked against its pinned SHA-256).
     #[arg(long = "debian-mirror", env = "CODEMCP_DEBIAN_MIRROR")]
@@ -448,6 +462,7 @@ impl fmt::Debug for HttpSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
     Monty,
+    Sandbox,
     Docker,
     HostSystem,
 }
@@ -456,7 +471,9 @@ pub enum Isolation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fallback {
     Auto,
+    Sandbox,
     Docker,
+    /// No sandbox: `host-unsandboxed` (or `host`).
     Host,
     None,
 }

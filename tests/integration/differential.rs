@@ -144,6 +144,9 @@ async fn engines() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     if docker_or_skip().await.is_some() {
         engines.push(("cpython-docker", vec![("CODEMCP_ISOLATION", "DOCKER")]));
     }
+    if support::sandbox_or_skip() {
+        engines.push(("cpython-sandbox", vec![("CODEMCP_ISOLATION", "SANDBOX")]));
+    }
     engines
 }
 

@@ -495,6 +495,26 @@ pub async fn docker_or_skip() -> Option<bollard::Docker> {
     }
 }
 
+/// Whether the bubblewrap sandbox placement works here (`codemcp setup
+/// sandbox` succeeds: bwrap, user namespaces, the root file system); under
+/// `CI=true` it must.
+pub fn sandbox_or_skip() -> bool {
+    let out = std::process::Command::new(bin())
+        .args(["setup", "sandbox"])
+        .output()
+        .expect("run codemcp setup sandbox");
+    if out.status.success() {
+        return true;
+    }
+    let reason = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true requires the sandbox placement, but {reason}"
+    );
+    eprintln!("SKIPPED the sandbox placement: {reason}");
+    false
+}
+
 /// `GET /metrics` of the gateway serving `mcp_url`, parsed: each sample
 /// (`name{labels}`) and its value. `token`: the bearer token, if any.
 pub async fn scrape_metrics(

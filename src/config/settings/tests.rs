@@ -392,6 +392,7 @@ fn choices_ignore_case() {
     for (text, isolation) in [
         ("MONTY", Isolation::Monty),
         ("docker", Isolation::Docker),
+        ("Sandbox", Isolation::Sandbox),
         (" Host_System ", Isolation::HostSystem),
     ] {
         assert_eq!(
@@ -403,6 +404,8 @@ fn choices_ignore_case() {
         ("AUTO", Fallback::Auto),
         ("Docker", Fallback::Docker),
         ("host", Fallback::Host),
+        ("host-unsandboxed", Fallback::Host),
+        ("sandbox", Fallback::Sandbox),
         ("none", Fallback::None),
     ] {
         assert_eq!(ok(&[("CODEMCP_FALLBACK", text)]).cpython.fallback, fallback);

@@ -312,10 +312,11 @@ pub fn boolean(text: &str) -> Result<bool, Expected> {
 pub fn isolation(text: &str) -> Result<Isolation, Expected> {
     let options = [
         ("monty", Isolation::Monty),
+        ("sandbox", Isolation::Sandbox),
         ("docker", Isolation::Docker),
         ("host_system", Isolation::HostSystem),
     ];
-    choice(text, &options, "one of monty, docker, host_system")
+    choice(text, &options, "one of monty, sandbox, docker, host_system")
 }
 
 pub fn decision(text: &str) -> Result<Decision, Expected> {
@@ -330,11 +331,17 @@ pub fn decision(text: &str) -> Result<Decision, Expected> {
 pub fn fallback(text: &str) -> Result<Fallback, Expected> {
     let options = [
         ("auto", Fallback::Auto),
+        ("sandbox", Fallback::Sandbox),
         ("docker", Fallback::Docker),
+        ("host-unsandboxed", Fallback::Host),
         ("host", Fallback::Host),
         ("none", Fallback::None),
     ];
-    choice(text, &options, "one of auto, docker, host, none")
+    choice(
+        text,
+        &options,
+        "one of auto, sandbox, docker, host-unsandboxed (or host), none",
+    )
 }
 
 pub fn output(text: &str) -> Result<OutputFormat, Expected> {

@@ -1,6 +1,9 @@
-//! The control channel workers dial: a WebSocket server on loopback. A worker
-//! proves itself with its per-worker token as the first frame; anything else
-//! is logged and closed.
+//! The control channel workers dial: a WebSocket server on loopback (host
+//! workers) or the workers' network gateway (containers); or, for sandboxed
+//! workers, no listener at all: each gets one end of a socket pair at start
+//! and the gateway speaks WebSocket on the other. A worker proves itself
+//! with its per-worker token as the first frame; anything else is logged and
+//! closed.
 //!
 //! Snippets can reach this port too (it is how their own worker talks), so a
 //! connection that has not proved itself is bounded: it gets `TOKEN_TIMEOUT`
@@ -16,7 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -68,9 +72,13 @@ impl Drop for Admission {
 }
 
 pub struct ControlServer {
-    addr: SocketAddr,
+    /// The listener's address; `None` when workers are handed their socket.
+    addr: Option<SocketAddr>,
     waiting: Waiting,
 }
+
+/// The URL a handed-in worker names in its handshake (no host is looked up).
+const HANDED_IN_URL: &str = "ws://codemcp-worker/";
 
 impl ControlServer {
     /// Listens on `bind` (loopback for host workers) on a free port.
@@ -96,15 +104,37 @@ impl ControlServer {
                     continue; // dropping the stream closes it
                 };
                 let waiting = accepting.clone();
-                tokio::spawn(async move { admit(stream, peer, waiting, admission).await });
+                tokio::spawn(async move {
+                    admit(stream, &peer.to_string(), waiting, Some(admission)).await;
+                });
             }
         });
         tracing::info!(target: "codemcp::worker", %addr, "worker control channel listening");
-        Ok(Arc::new(Self { addr, waiting }))
+        Ok(Arc::new(Self {
+            addr: Some(addr),
+            waiting,
+        }))
+    }
+
+    /// A control channel with no listener: each worker's socket is handed
+    /// in at start ([`Self::admit_handed_in`]).
+    pub fn handed_in() -> Arc<Self> {
+        Arc::new(Self {
+            addr: None,
+            waiting: Arc::default(),
+        })
     }
 
     pub fn url(&self) -> String {
-        format!("ws://{}/", self.addr)
+        self.addr
+            .map_or_else(|| HANDED_IN_URL.to_owned(), |addr| format!("ws://{addr}/"))
+    }
+
+    /// Our end of a socket handed to one worker: it must prove itself with
+    /// a token like any other connection.
+    pub fn admit_handed_in(&self, stream: UnixStream) {
+        let waiting = self.waiting.clone();
+        tokio::spawn(async move { admit(stream, "handed-in socket", waiting, None).await });
     }
 
     /// Registers a fresh token; the receiver yields the worker's link once a
@@ -131,7 +161,11 @@ fn ws_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         .max_frame_size(Some(MAX_MESSAGE))
 }
 
-async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting, admission: Admission) {
+/// `admission` counts a TCP connection until it has presented a token.
+async fn admit<S>(stream: S, peer: &str, waiting: Waiting, admission: Option<Admission>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let proof = tokio::time::timeout(TOKEN_TIMEOUT, async {
         let mut ws = tokio_tungstenite::accept_async_with_config(stream, Some(ws_config()))
             .await
@@ -168,7 +202,7 @@ async fn admit(stream: TcpStream, peer: SocketAddr, waiting: Waiting, admission:
     }
 }
 
-async fn close(mut ws: WebSocketStream<TcpStream>) {
+async fn close<S: AsyncRead + AsyncWrite + Unpin>(mut ws: WebSocketStream<S>) {
     // A peer that never reads must not keep the socket open.
     let _ = tokio::time::timeout(TOKEN_TIMEOUT, ws.close(None)).await;
 }
@@ -186,6 +220,7 @@ fn random_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::TcpStream;
 
     /// A worker presenting `token` gets linked within 5 s.
     async fn assert_links<T>(
@@ -234,7 +269,7 @@ mod tests {
         let server = ControlServer::start("127.0.0.1".parse().expect("ip"))
             .await
             .expect("listen");
-        let addr = server.addr;
+        let addr = server.addr.expect("a listener");
         // Connections that never start the handshake.
         let mut idle = Vec::new();
         for _ in 0..MAX_UNPROVEN_PER_PEER {

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 
 use super::WorkerError;
-use super::spawn::{Exit, Launched, Spawner};
+use super::spawn::{Dial, Exit, Launched, Reach, Spawner};
 
 pub const DOCKER_ENGINE: &str = "cpython-docker";
 /// The internal bridge network every gateway on this engine shares.
@@ -355,14 +355,17 @@ impl Spawner for DockerSpawner {
         )
     }
 
+    fn reach(&self) -> Reach {
+        Reach::Listen(self.control_address())
+    }
+
     fn spawn<'a>(
         &'a self,
-        url: &'a str,
-        token: &'a str,
+        dial: Dial<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
         Box::pin(async move {
             self.image.ready().await.map_err(WorkerError::Start)?;
-            let watched = self.start(url, token).await?;
+            let watched = self.start(dial.url, dial.token).await?;
             Ok(Box::new(watched) as Box<dyn Launched>)
         })
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Map, Value, json};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -59,7 +59,10 @@ pub enum LinkError {
 
 impl WorkerLink {
     /// Starts the reader and writer tasks of an authenticated connection.
-    pub fn start(ws: WebSocketStream<TcpStream>) -> Arc<Self> {
+    pub fn start<S>(ws: WebSocketStream<S>) -> Arc<Self>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let (mut sink, mut stream) = ws.split();
         let (outgoing, mut queue) = mpsc::unbounded_channel::<Message>();
         let link = Arc::new(Self {

@@ -4,9 +4,10 @@
 //! start. A run past its time limit gets its worker killed and replaced, and
 //! the response says the session state was lost; so does a worker that exits.
 //!
-//! Workers run where a [`Spawner`] puts them: in hardened Docker containers
-//! (`docker.rs`) or as host processes (`spawn.rs`; no sandbox, for trusted
-//! agents only).
+//! Workers run where a placement ([`Spawner`], `spawn.rs`) puts them: in
+//! bubblewrap sandboxes on the host (`sandbox/`), in hardened Docker
+//! containers (`docker.rs`), or as plain host processes (`spawn.rs`; no
+//! sandbox, for trusted agents only, and only when asked for by name).
 
 mod control;
 pub mod docker;
@@ -14,6 +15,7 @@ mod link;
 mod netns;
 mod outcome;
 pub mod protocol;
+pub mod sandbox;
 mod spawn;
 
 use parking_lot::Mutex;
@@ -31,7 +33,8 @@ use self::docker::{DockerConfig, DockerSpawner};
 use self::link::{RunContext, WorkerLink};
 use self::outcome::Outcome;
 use self::protocol::{FunctionInfo, RunParams, WorkerCatalog};
-use self::spawn::{HostSpawner, Launched, Spawner};
+use self::sandbox::{SandboxConfig, SandboxSpawner};
+use self::spawn::{Dial, HostSpawner, Launched, Reach, Spawner};
 use super::session_table::SessionTable;
 use futures::future::BoxFuture;
 
@@ -71,6 +74,8 @@ pub enum WorkerError {
     NoDockerImage { image: String },
     #[error("Docker: {0}")]
     Docker(String),
+    #[error("the sandbox placement is unavailable: {0}")]
+    Sandbox(String),
 }
 
 impl WorkerError {
@@ -174,14 +179,38 @@ impl WorkerEngine {
             }
             Err(e) => return Err(WorkerError::Start(format!("{}: {e}", python.display()))),
         }
-        let control = ControlServer::start(std::net::Ipv4Addr::LOCALHOST.into())
-            .await
-            .map_err(WorkerError::Control)?;
         let spawner = HostSpawner {
             python,
             bootstrap: BOOTSTRAP,
         };
-        Ok(Self::start(limits, Box::new(spawner), control, true))
+        tracing::warn!(target: "codemcp::worker", "CPython workers run UNSANDBOXED on the host: snippets that escalate get the gateway's user, files and network (for trusted agents only; CODEMCP_FALLBACK=sandbox confines them)");
+        Self::start_placement(limits, Box::new(spawner), true).await
+    }
+
+    /// Checks that bubblewrap can make sandboxes here from `config`'s root
+    /// file system; a spare sandbox starts at once with `prewarm`.
+    pub async fn start_sandbox(
+        limits: WorkerLimits,
+        config: SandboxConfig,
+        prewarm: bool,
+    ) -> Result<Arc<Self>, WorkerError> {
+        let spawner = SandboxSpawner::prepare(config, BOOTSTRAP).await?;
+        Self::start_placement(limits, Box::new(spawner), prewarm).await
+    }
+
+    /// Opens the control channel the placement's workers reach, then starts.
+    async fn start_placement(
+        limits: WorkerLimits,
+        spawner: Box<dyn Spawner>,
+        prewarm: bool,
+    ) -> Result<Arc<Self>, WorkerError> {
+        let control = match spawner.reach() {
+            Reach::Listen(address) => ControlServer::start(address)
+                .await
+                .map_err(WorkerError::Control)?,
+            Reach::HandedIn => ControlServer::handed_in(),
+        };
+        Ok(Self::start(limits, spawner, control, prewarm))
     }
 
     /// Checks the Docker engine (answering within `within`) and the image,
@@ -195,10 +224,7 @@ impl WorkerEngine {
         prewarm: bool,
     ) -> Result<Arc<Self>, WorkerError> {
         let spawner = DockerSpawner::prepare(config, within, BOOTSTRAP).await?;
-        let control = ControlServer::start(spawner.control_address())
-            .await
-            .map_err(WorkerError::Control)?;
-        Ok(Self::start(limits, Box::new(spawner), control, prewarm))
+        Self::start_placement(limits, Box::new(spawner), prewarm).await
     }
 
     fn start(
@@ -228,7 +254,12 @@ impl WorkerEngine {
     async fn spawn_worker(&self) -> Result<Worker, WorkerError> {
         let (token, linked) = self.control.issue_token();
         let url = self.control.url();
-        let launched = self.spawner.spawn(&url, &token).await;
+        let dial = Dial {
+            url: &url,
+            token: &token,
+            control: &self.control,
+        };
+        let launched = self.spawner.spawn(dial).await;
         let mut process = match launched {
             Ok(process) => process,
             Err(e) => {

@@ -1,5 +1,8 @@
-//! Where a worker runs: the one "start a worker" abstraction of the engine, and
-//! its host-process implementation (`docker.rs` has the container one).
+//! Where a worker runs: the one seam for placements. A [`Spawner`] starts a
+//! worker, bounds it and says how it reaches the gateway; [`Launched`] is the
+//! started worker. Placements: the unsandboxed host process (here),
+//! bubblewrap sandboxes (`sandbox/`) and Docker containers (`docker.rs`). A
+//! cluster backend (docs/scaling.md) would be one more implementation.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -8,21 +11,43 @@ use futures::future::BoxFuture;
 use tokio::process::{Child, Command};
 
 use super::WorkerError;
+use super::control::ControlServer;
+
+/// How a placement's workers reach the control channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// They dial a WebSocket listener on this address (loopback for host
+    /// workers, the workers' network gateway for containers).
+    Listen(std::net::IpAddr),
+    /// Each is handed its end of a socket at start: nothing listens.
+    HandedIn,
+}
+
+/// What a new worker needs to reach the gateway.
+pub(super) struct Dial<'a> {
+    /// The URL it dials (or names in its handshake, when handed a socket).
+    pub url: &'a str,
+    /// Its one-use token, the first frame it sends.
+    pub token: &'a str,
+    /// Where a handed-in socket's other end is admitted.
+    pub control: &'a ControlServer,
+}
 
 /// Starts workers that dial the control channel.
 pub(super) trait Spawner: Send + Sync + 'static {
-    /// The engine name results carry (`cpython-host`, `cpython-docker`).
+    /// The engine name results carry (`cpython-host`, `cpython-sandbox`,
+    /// `cpython-docker`).
     fn engine(&self) -> &'static str;
 
     /// One line for logs and `check`.
     fn describe(&self) -> String;
 
-    /// Starts one worker that dials `url` and presents `token`.
-    fn spawn<'a>(
-        &'a self,
-        url: &'a str,
-        token: &'a str,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>>;
+    /// How its workers reach the control channel.
+    fn reach(&self) -> Reach;
+
+    /// Starts one worker, bounded, that reaches the gateway as `dial` says.
+    fn spawn<'a>(&'a self, dial: Dial<'a>)
+    -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>>;
 
     /// Stops every worker still running (gateway exit).
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -58,7 +83,7 @@ pub(super) struct Exit {
     pub crash_signal: Option<i32>,
 }
 
-/// Workers as host processes: no sandbox.
+/// Workers as host processes: no sandbox (`CODEMCP_FALLBACK=host-unsandboxed`).
 pub(super) struct HostSpawner {
     pub python: PathBuf,
     pub bootstrap: &'static str,
@@ -71,16 +96,20 @@ impl Spawner for HostSpawner {
 
     fn describe(&self) -> String {
         format!(
-            "cpython on the host ({}): NO sandbox, for trusted agents only",
+            "cpython on the host ({}): UNSANDBOXED, snippets run as the gateway's user with its files and network; for trusted agents only",
             self.python.display()
         )
     }
 
+    fn reach(&self) -> Reach {
+        Reach::Listen(std::net::Ipv4Addr::LOCALHOST.into())
+    }
+
     fn spawn<'a>(
         &'a self,
-        url: &'a str,
-        token: &'a str,
+        dial: Dial<'a>,
     ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
+        let Dial { url, token, .. } = dial;
         Box::pin(async move {
             let mut command = Command::new(&self.python);
             command
@@ -111,28 +140,41 @@ struct HostProcess(Child);
 
 impl Launched for HostProcess {
     fn exited(&mut self) -> BoxFuture<'_, Exit> {
-        Box::pin(async move {
-            match self.0.wait().await {
-                Ok(status) => {
-                    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-                    Exit {
-                        description: status.to_string(),
-                        killed: signal == Some(libc::SIGKILL),
-                        engine_stopped: false,
-                        crash_signal: signal.filter(|&s| s != libc::SIGKILL),
-                    }
-                }
-                Err(e) => Exit {
-                    description: e.to_string(),
-                    killed: false,
-                    engine_stopped: false,
-                    crash_signal: None,
-                },
-            }
-        })
+        Box::pin(async move { exit_of(self.0.wait().await, false) })
     }
 
     fn has_exited(&mut self) -> bool {
         !matches!(self.0.try_wait(), Ok(None))
+    }
+}
+
+/// How a child process ended. With `codes_are_signals` an exit code of
+/// 128 + N means death by signal N (bwrap passes its worker's death on so).
+pub(super) fn exit_of(
+    waited: std::io::Result<std::process::ExitStatus>,
+    codes_are_signals: bool,
+) -> Exit {
+    let status = match waited {
+        Ok(status) => status,
+        Err(e) => {
+            return Exit {
+                description: e.to_string(),
+                killed: false,
+                engine_stopped: false,
+                crash_signal: None,
+            };
+        }
+    };
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status).or_else(|| {
+        status
+            .code()
+            .filter(|&c| codes_are_signals && (129..160).contains(&c))
+            .map(|c| c - 128)
+    });
+    Exit {
+        description: status.to_string(),
+        killed: signal == Some(libc::SIGKILL),
+        engine_stopped: false,
+        crash_signal: signal.filter(|&s| s != libc::SIGKILL),
     }
 }
