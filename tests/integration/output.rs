@@ -30,7 +30,7 @@ async fn engines() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     if docker_or_skip().await.is_some() {
         engines.push(("cpython-docker", vec![("CODEMCP_ISOLATION", "DOCKER")]));
     }
-    if support::sandbox_or_skip() {
+    if support::sandbox_or_skip().is_ok() {
         engines.push(("cpython-sandbox", vec![("CODEMCP_ISOLATION", "SANDBOX")]));
     }
     engines

@@ -496,23 +496,27 @@ pub async fn docker_or_skip() -> Option<bollard::Docker> {
 }
 
 /// Whether the bubblewrap sandbox placement works here (`codemcp setup
-/// sandbox` succeeds: bwrap, user namespaces, the root file system); under
-/// `CI=true` it must.
-pub fn sandbox_or_skip() -> bool {
+/// sandbox` succeeds: bwrap, user namespaces, the root file system, or
+/// `CODEMCP_SANDBOX_ROOTFS` names one): else why not. Under `CI=true` it
+/// must, so its absence fails the test.
+pub fn sandbox_or_skip() -> Result<(), String> {
     let out = std::process::Command::new(bin())
         .args(["setup", "sandbox"])
         .output()
-        .expect("run codemcp setup sandbox");
+        .map_err(|e| format!("codemcp setup sandbox: {e}"))?;
     if out.status.success() {
-        return true;
+        return Ok(());
     }
-    let reason = String::from_utf8_lossy(&out.stderr).into_owned();
+    let reason = format!(
+        "codemcp setup sandbox: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     assert!(
         std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true requires the sandbox placement, but {reason}"
+        "CI=true needs the sandbox placement: {reason}"
     );
     eprintln!("SKIPPED the sandbox placement: {reason}");
-    false
+    Err(reason)
 }
 
 /// `GET /metrics` of the gateway serving `mcp_url`, parsed: each sample
