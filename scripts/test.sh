@@ -35,16 +35,25 @@ lacks() {
     redis) command -v redis-server >/dev/null 2>&1 || echo "no redis-server on PATH" ;;
     rust196)
       # Monty's type checker, which the self-worker feature builds, needs Rust >= 1.96.
-      local rust
-      rust="$(rustc --version | awk '{print $2}')"
-      [ "$(printf '%s\n1.96.0\n' "$rust" | sort -V | head -1)" = 1.96.0 ] ||
-        echo "rustc $rust builds no self-worker (needs 1.96)" ;;
+      [ -n "$SELF_WORKER_CARGO" ] ||
+        echo "rustc $(rustc --version | awk '{print $2}') builds no self-worker (needs 1.96); CODEMCP_TEST_NIGHTLY=1 builds it with cargo +nightly (docs/testing.md)" ;;
+    bwrap) command -v bwrap >/dev/null 2>&1 || echo "no bwrap on PATH (apt-get install bubblewrap)" ;;
     *) echo "unknown requirement $1 (a typo in the stage line?)" ;;
   esac
 }
 
-# Docker and Redis are optional on a developer's machine, required under CI.
-optional() { [ "${CI:-}" != true ] && { [ "$1" = docker ] || [ "$1" = redis ]; }; }
+# Docker, Redis and bubblewrap are optional on a developer's machine, required under CI.
+optional() { [ "${CI:-}" != true ] && { [ "$1" = docker ] || [ "$1" = redis ] || [ "$1" = bwrap ]; }; }
+
+# The cargo that builds the self-worker feature (Rust >= 1.96): the default
+# toolchain when it is new enough, else `cargo +nightly` when asked for
+# (CODEMCP_TEST_NIGHTLY=1: a second build of the tree, about 8 min on 2 cores).
+SELF_WORKER_CARGO=""
+if [ "$(printf '%s\n1.96.0\n' "$(rustc --version | awk '{print $2}')" | sort -V | head -1)" = 1.96.0 ]; then
+  SELF_WORKER_CARGO=cargo
+elif [ "${CODEMCP_TEST_NIGHTLY:-}" = 1 ] && cargo +nightly --version >/dev/null 2>&1; then
+  SELF_WORKER_CARGO="cargo +nightly"
+fi
 
 # The names of the tests that failed, from cargo's output in LOG (one line);
 # else why the stage failed.
@@ -65,7 +74,7 @@ failing_tests() {
 record() { NAMES+=("$1") RESULTS+=("$2") TIMES+=("$3") NOTES+=("$4"); }
 
 # stage NAME NEEDS 'COMMAND': runs COMMAND (a shell line, evaluated in a subshell)
-# as stage NAME. NEEDS is `-` or a comma-separated list of docker, redis, rust196.
+# as stage NAME. NEEDS is `-` or a comma-separated list of docker, redis, bwrap, rust196.
 stage() {
   local name="$1" needs="$2" command="$3" need why
   if [ -n "${TEST_STAGES:-}" ] && [[ ",$TEST_STAGES," != *",$name,"* ]]; then
@@ -84,7 +93,7 @@ stage() {
       record "$name" skipped 0 "$why"
       return
     fi
-    case "$need" in docker | redis) ;; *) record "$name" FAILED 0 "$why"; return ;; esac
+    case "$need" in docker | redis | bwrap) ;; *) record "$name" FAILED 0 "$why"; return ;; esac
   done
   echo "test.sh: ---- stage $name: $command" >&2
   local log="$LOGS/$name.log" started=$SECONDS status
@@ -163,12 +172,18 @@ stage pool - 'CODEMCP_MONTY=pool ct --test integration -- gateway:: limits:: run
 # The pool once more with codemcp as its own worker (CODEMCP_MONTY_BIN unset;
 # the runs above use the PyPI worker). Its cargo feature self-worker needs
 # Rust >= 1.96 (Monty's type checker); older toolchains skip these stages.
-stage self-worker rust196 'unset CODEMCP_MONTY_BIN; CODEMCP_MONTY=pool ct --features self-worker --test integration -- pool:: self_worker:: gateway:: limits:: runaway:: sessions::'
-stage self-worker-corpus rust196 'unset CODEMCP_MONTY_BIN; CODEMCP_MONTY=pool CODEMCP_CORPUS_MODE=MONTY ct --features self-worker --test sandbox_corpus'
+swt() { $SELF_WORKER_CARGO test --ignore-rust-version --no-fail-fast --features self-worker "$@"; }
+stage self-worker rust196 'unset CODEMCP_MONTY_BIN; CODEMCP_MONTY=pool swt --test integration -- pool:: self_worker:: gateway:: limits:: runaway:: sessions::'
+stage self-worker-corpus rust196 'unset CODEMCP_MONTY_BIN; CODEMCP_MONTY=pool CODEMCP_CORPUS_MODE=MONTY swt --test sandbox_corpus'
 stage http - 'CODEMCP_MONTY=inprocess ct --test integration -- http:: --skip neighbours_http::'
 # The core gateway tests once more with every run in CPython: on the host, and
 # in Docker when an engine answers (always under CI, where it must).
 stage host - 'CODEMCP_ISOLATION=HOST_SYSTEM ct --test integration -- gateway:: http:: upstream_faults:: runaway:: --skip neighbours_http::'
+# CPython in the bubblewrap sandbox (no Docker needed): the attacks it stops, and
+# the core gateway tests with every run there. The escape corpus's SANDBOX mode
+# runs in the workspace stage.
+stage sandbox bwrap 'ct --test sandbox_placement'
+stage sandbox-gateway bwrap 'CODEMCP_ISOLATION=SANDBOX ct --test integration -- gateway:: runaway::'
 stage docker docker 'CODEMCP_ISOLATION=DOCKER ct --test integration -- gateway:: runaway::'
 # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
 # after every other test that uses Docker.

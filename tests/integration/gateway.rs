@@ -41,7 +41,14 @@ async fn a_snippet_makes_several_upstream_calls_in_one_turn() {
     let engine = ran.structured["engine"].as_str().unwrap_or_default();
     // Whichever engine CODEMCP_ISOLATION / CODEMCP_MONTY chose for this run of the suite.
     assert!(
-        ["monty", "monty-pool", "cpython-host", "cpython-docker"].contains(&engine),
+        [
+            "monty",
+            "monty-pool",
+            "cpython-host",
+            "cpython-docker",
+            "cpython-sandbox"
+        ]
+        .contains(&engine),
         "{engine}"
     );
     // Positional arguments follow the signature order.
