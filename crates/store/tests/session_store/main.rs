@@ -7,6 +7,7 @@
 //! run with `--nocapture` to see them.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+#![allow(clippy::print_stdout)] // figures and child-test signals; a test binary is no stdio transport
 
 mod fixture;
 
