@@ -41,7 +41,6 @@ mod runaway;
 mod sdk_snapshots;
 mod search_ranking;
 mod self_worker;
-mod session_store;
 mod sessions;
 mod silent_failures;
 mod startup;

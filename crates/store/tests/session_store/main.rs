@@ -7,6 +7,7 @@
 //! run with `--nocapture` to see them.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+#![allow(clippy::print_stdout)] // figures and child-test signals; a test binary is no stdio transport
 
 mod fixture;
 
@@ -14,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemcp::exec::store::{
+use codemcp_store::{
     Handle, Owner, Reason, SealKey, Snapshot, SnapshotKind, StoreError, StoreLimits, StoreSpec,
     one_call, open,
 };
@@ -779,7 +780,7 @@ async fn file_survives_a_killed_writer() {
     let h = Handle::mint();
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         // The child is this test binary running only that test (by its full path).
-        .args(["session_store::file_writer_child", "--exact", "--nocapture"])
+        .args(["file_writer_child", "--exact", "--nocapture"])
         .env(CHILD_DB, f.file().expect("file"))
         .env(CHILD_HANDLE, h.as_str())
         .stdout(Stdio::piped())
