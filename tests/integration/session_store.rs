@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemcp::exec::store::{
+use codemcp_store::{
     Handle, Owner, Reason, SealKey, Snapshot, SnapshotKind, StoreError, StoreLimits, StoreSpec,
     one_call, open,
 };

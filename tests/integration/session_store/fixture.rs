@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codemcp::exec::store::{
+use codemcp_store::{
     Handle, SealKey, SessionStore, Snapshot, SnapshotKind, StoreLimits, StoreSpec, open,
 };
 

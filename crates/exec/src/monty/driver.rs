@@ -30,9 +30,9 @@ use super::host::{
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::{Captured, OutputCapture};
 use super::snapshot;
-use crate::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 use crate::sdk::Sdk;
 use crate::{ParkedCall, ToolCallObserver, ToolHost};
+use codemcp_snippet::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 
 /// Per-run limits enforced by the host side of the loop.
 #[derive(Debug, Clone)]
