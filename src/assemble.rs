@@ -9,15 +9,15 @@ use crate::config::{
     CpythonSettings, Fallback, Isolation, MontyPlacement, MontySettings, RunLimits,
     SessionSettings, Settings,
 };
-use crate::exec::Engine;
-use crate::exec::monty::pool::{PoolEngine, find_worker_binary, worker_binary};
-use crate::exec::monty::{MontyEngine, MontyLimits};
-use crate::exec::router::Router;
-use crate::exec::store::{self, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
-use crate::exec::worker::docker::DockerConfig;
-use crate::exec::worker::sandbox::{self, Bounds, RootSource, SandboxConfig};
-use crate::exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
-use crate::exec::{Executor, Persistence, RunChecks};
+use codemcp_exec::Engine;
+use codemcp_exec::monty::pool::{PoolEngine, find_worker_binary, worker_binary};
+use codemcp_exec::monty::{MontyEngine, MontyLimits};
+use codemcp_exec::router::Router;
+use codemcp_exec::worker::docker::DockerConfig;
+use codemcp_exec::worker::sandbox::{Bounds, RootSource, SandboxConfig};
+use codemcp_exec::worker::{WorkerEngine, WorkerError, WorkerLimits, find_python};
+use codemcp_exec::{Executor, Persistence, RunChecks};
+use codemcp_store::{SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
 
 /// How long an explicitly chosen Docker engine may take to answer.
 const DOCKER_WAIT: Duration = Duration::from_secs(10);
@@ -134,13 +134,15 @@ pub fn store_spec_and_key(
     let spec = match (&settings.sessions.session_store, transport) {
         (Some(text), _) => text.parse::<StoreSpec>().map_err(ExecError::Store)?,
         (None, Transport::Stdio) => StoreSpec::Memory,
-        (None, Transport::Http) => StoreSpec::File(store::state_dir().join("sessions.sqlite3")),
+        (None, Transport::Http) => {
+            StoreSpec::File(codemcp_store::state_dir().join("sessions.sqlite3"))
+        }
     };
     let key = match spec {
         StoreSpec::Memory => SealKey::ephemeral(),
         _ => SealKey::from_setting(
             settings.sessions.session_key.as_deref(),
-            &store::state_dir(),
+            &codemcp_store::state_dir(),
         )
         .map_err(ExecError::Store)?,
     };
@@ -160,7 +162,7 @@ fn session_store(
         lease_ttl: settings.limits.exec_timeout + LEASE_SLACK,
         call_timeout: settings.sessions.session_store_timeout,
     };
-    store::open(spec, key, limits).map_err(ExecError::Store)
+    codemcp_store::open(spec, key, limits).map_err(ExecError::Store)
 }
 
 /// The CPython engine Monty escalates to, or `None` and what to say instead.
@@ -348,12 +350,14 @@ async fn sandbox_workers(
     WorkerEngine::start_sandbox(limits, config, prewarm).await
 }
 
-fn sandbox_config(cpython: &CpythonSettings) -> Result<SandboxConfig, sandbox::Missing> {
-    let bwrap = sandbox::probe::find_bwrap(cpython.bwrap.as_deref()).ok_or(
+fn sandbox_config(
+    cpython: &CpythonSettings,
+) -> Result<SandboxConfig, codemcp_exec::worker::sandbox::Missing> {
+    let bwrap = codemcp_exec::worker::sandbox::probe::find_bwrap(cpython.bwrap.as_deref()).ok_or(
         if cfg!(target_os = "linux") {
-            sandbox::Missing::NoBwrap
+            codemcp_exec::worker::sandbox::Missing::NoBwrap
         } else {
-            sandbox::Missing::NotLinux
+            codemcp_exec::worker::sandbox::Missing::NotLinux
         },
     )?;
     let root = match &cpython.sandbox_rootfs {
@@ -378,17 +382,19 @@ fn image_sources(cpython: &CpythonSettings) -> codemcp_image::Sources {
 /// on it, or what is missing.
 pub async fn prepare_sandbox(cpython: &CpythonSettings) -> Result<String, String> {
     let config = sandbox_config(cpython).map_err(|e| e.to_string())?;
-    let version = sandbox::probe::bwrap_works(&config.bwrap)
+    let version = codemcp_exec::worker::sandbox::probe::bwrap_works(&config.bwrap)
         .await
         .map_err(|e| e.to_string())?;
-    let bootstrap = crate::exec::worker::BOOTSTRAP;
+    let bootstrap = codemcp_exec::worker::BOOTSTRAP;
     let root = match &config.root {
         RootSource::Recipe(sources) => {
-            sandbox::root::made(&config.bwrap, sources, bootstrap).await?
+            codemcp_exec::worker::sandbox::root::made(&config.bwrap, sources, bootstrap).await?
         }
-        RootSource::Given(tree) => sandbox::root::given(&config.bwrap, tree).await,
+        RootSource::Given(tree) => {
+            codemcp_exec::worker::sandbox::root::given(&config.bwrap, tree).await
+        }
     };
-    let python = sandbox::probe::rootfs_python(&config.bwrap, &root.tree)
+    let python = codemcp_exec::worker::sandbox::probe::rootfs_python(&config.bwrap, &root.tree)
         .await
         .map_err(|e| e.to_string())?;
     Ok(format!(
@@ -405,7 +411,7 @@ pub async fn prepare_sandbox(cpython: &CpythonSettings) -> Result<String, String
 /// Where the sandbox's root file system is (or will be made), for `check`.
 pub fn sandbox_rootfs_path(cpython: &CpythonSettings) -> std::path::PathBuf {
     cpython.sandbox_rootfs.clone().unwrap_or_else(|| {
-        sandbox::root::recipe_tree(crate::exec::worker::BOOTSTRAP)
-            .unwrap_or_else(|| sandbox::root::data_dir().join("python-root"))
+        codemcp_exec::worker::sandbox::root::recipe_tree(codemcp_exec::worker::BOOTSTRAP)
+            .unwrap_or_else(|| codemcp_exec::worker::sandbox::root::data_dir().join("python-root"))
     })
 }

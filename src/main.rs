@@ -4,14 +4,14 @@ use tracing_subscriber::EnvFilter;
 
 /// Counts the bytes Monty-executing threads allocate, so Monty's memory limit works.
 #[global_allocator]
-static ALLOCATOR: codemcp::exec::monty::memory::CountingAllocator =
-    codemcp::exec::monty::memory::CountingAllocator;
+static ALLOCATOR: codemcp_exec::monty::memory::CountingAllocator =
+    codemcp_exec::monty::memory::CountingAllocator;
 
 fn main() -> ExitCode {
     // Logs go to stderr: stdout is the MCP channel in stdio mode.
     let filter =
         EnvFilter::try_from_env("CODEMCP_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    codemcp::process::return_freed_memory();
+    codemcp_base::process::return_freed_memory();
     // reqwest (https upstreams, the OTLP exporter) is built without a
     // default TLS provider: installed before any client is built.
     let tls_installed = rustls::crypto::ring::default_provider()
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         .is_ok();
     let telemetry = codemcp::telemetry::Telemetry::init(filter);
     // After logging is set up, so the values are logged.
-    codemcp::process::raise_open_file_limit();
+    codemcp_base::process::raise_open_file_limit();
     if !tls_installed {
         tracing::debug!("a TLS provider was already installed");
     }
@@ -29,13 +29,13 @@ fn main() -> ExitCode {
     };
     if cli.is_monty_worker() {
         // A worker of this binary's own pool: no runtime, stdout is the protocol.
-        return codemcp::exec::monty::pool::worker_binary::serve_as_worker();
+        return codemcp_exec::monty::pool::worker_binary::serve_as_worker();
     }
     let code = std::thread::Builder::new()
         .name("codemcp".into())
         // The runtime's tasks parse agent code on their own stack when it
         // fits (see `threads::on_big_stack_for`): room for that.
-        .stack_size(codemcp::threads::RUNTIME_STACK)
+        .stack_size(codemcp_base::threads::RUNTIME_STACK)
         .spawn(move || serve(cli));
     let code = match code {
         // A panic was reported on stderr as it happened.
@@ -57,7 +57,7 @@ fn serve(cli: codemcp::cli::Cli) -> ExitCode {
     } else {
         tokio::runtime::Builder::new_multi_thread()
     };
-    builder.thread_stack_size(codemcp::threads::RUNTIME_STACK);
+    builder.thread_stack_size(codemcp_base::threads::RUNTIME_STACK);
     match builder.enable_all().build() {
         Ok(runtime) => runtime.block_on(codemcp::cli::main(cli)),
         Err(e) => {

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemcp::exec::monty::memory::{CountingAllocator, total_live_bytes};
-use codemcp::exec::monty::{MontyEngine, MontyLimits};
-use codemcp::exec::{Engine, Run, RunControl, SessionId, ToolFailure, ToolHost};
-use codemcp::sdk::Sdk;
+use codemcp_exec::monty::memory::{CountingAllocator, total_live_bytes};
+use codemcp_exec::monty::{MontyEngine, MontyLimits};
+use codemcp_exec::{Engine, Run, RunControl, SessionId, ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 

@@ -2,7 +2,7 @@
 //! message type's parser. Must never panic.
 #![no_main]
 
-use codemcp::exec::worker::protocol::{CallToolParams, DescribeToolParams, Frame, RunResult, SearchToolsParams};
+use codemcp_exec::worker::protocol::{CallToolParams, DescribeToolParams, Frame, RunResult, SearchToolsParams};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

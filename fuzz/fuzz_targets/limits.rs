@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use codemcp::exec::RunChecks;
-use codemcp::exec::monty::MontyLimits;
+use codemcp_exec::RunChecks;
+use codemcp_exec::monty::MontyLimits;
 
 pub fn small() -> MontyLimits {
     MontyLimits {

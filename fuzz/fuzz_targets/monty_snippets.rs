@@ -10,11 +10,11 @@ mod limits;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arbitrary::{Arbitrary, Unstructured};
-use codemcp::exec::monty::memory::CountingAllocator;
-use codemcp::exec::monty::MontyEngine;
-use codemcp::exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_exec::monty::memory::CountingAllocator;
+use codemcp_exec::monty::MontyEngine;
+use codemcp_exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
+use codemcp_sdk::tooldef::ToolDef;
 use futures::future::BoxFuture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -134,7 +134,7 @@ fn world() -> &'static World {
             output_schema: None,
             read_only: true,
             destructive: false,
-            policy: codemcp::policy::Decision::Allow,
+            policy: codemcp_sdk::policy::Decision::Allow,
         };
         let sdk = Arc::new(Sdk::build(&[tool("echo"), tool("fail")]));
         let engine = Mutex::new(Arc::new(MontyEngine::new(limits::small())));

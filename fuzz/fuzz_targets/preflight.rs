@@ -8,9 +8,9 @@
 use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
-use codemcp::exec::preflight;
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_snippet::preflight;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::tooldef::ToolDef;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
@@ -97,7 +97,7 @@ fuzz_target!(|data: &[u8]| {
     let earlier = vec!["everything_total".to_owned()];
     let checked = runtime().block_on(preflight::check_safely(code, sdk(), earlier));
     assert!(checked.findings.len() <= checked.total);
-    if let Some(error) = checked.rejection().map(codemcp::exec::RunError::from) {
-        assert!(error.message.len() <= codemcp::exec::MAX_ERROR_MESSAGE_BYTES + 100);
+    if let Some(error) = checked.rejection().map(codemcp_exec::RunError::from) {
+        assert!(error.message.len() <= codemcp_exec::MAX_ERROR_MESSAGE_BYTES + 100);
     }
 });

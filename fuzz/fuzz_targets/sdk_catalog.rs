@@ -3,8 +3,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::tooldef::ToolDef;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
 
@@ -80,7 +80,7 @@ fuzz_target!(|tools: Vec<Tool>| {
             output_schema: t.output.as_ref().map(|o| to_json(o, 0).into()),
             read_only: t.read_only,
             destructive: false,
-            policy: codemcp::policy::Decision::Allow,
+            policy: codemcp_sdk::policy::Decision::Allow,
         })
         .collect();
     let sdk = Sdk::build(&defs);

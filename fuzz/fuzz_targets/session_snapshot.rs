@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::LazyLock;
 
-use codemcp::exec::store::{Handle, SealKey, seal};
+use codemcp_store::{Handle, SealKey, seal};
 use libfuzzer_sys::fuzz_target;
 
 static KEY: LazyLock<SealKey> = LazyLock::new(|| {

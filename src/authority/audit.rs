@@ -214,11 +214,11 @@ impl Rotating {
 /// The record of who did what is only worth keeping where nobody else could
 /// rewrite it: a directory only you (or root) can change, or a sticky one
 /// (as `/tmp`), and a regular file of yours, never a symlink or a FIFO.
-const AUDIT_RULES: crate::secure_file::Rules = crate::secure_file::Rules {
+const AUDIT_RULES: codemcp_base::secure_file::Rules = codemcp_base::secure_file::Rules {
     what: "the audit log",
     max_bytes: u64::MAX, // appended to, never read
     follow_symlink: false,
-    owner: crate::secure_file::Owner::Me,
+    owner: codemcp_base::secure_file::Owner::Me,
     private_writes: true,
 };
 
@@ -231,10 +231,10 @@ fn open_append(path: &Path) -> Result<File, AuditError> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    crate::secure_file::check_dir(dir, "the audit log's directory").map_err(unsafe_file)?;
+    codemcp_base::secure_file::check_dir(dir, "the audit log's directory").map_err(unsafe_file)?;
     let mut options = OpenOptions::new();
     options.create(true).append(true).mode(0o600);
-    crate::secure_file::open_trusted(path, &AUDIT_RULES, &mut options).map_err(unsafe_file)
+    codemcp_base::secure_file::open_trusted(path, &AUDIT_RULES, &mut options).map_err(unsafe_file)
 }
 
 /// The length of `value` as JSON, without writing it anywhere.
@@ -263,9 +263,9 @@ pub fn shown_arguments(args: &Map<String, Value>) -> Value {
 }
 
 /// The JSON line for `entry`: at most [`MAX_LINE_BYTES`], hidden characters
-/// `\u` escaped so a terminal shows them (see [`crate::for_humans`]).
+/// `\u` escaped so a terminal shows them (see [`codemcp_base::for_humans`]).
 fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
-    let full = crate::for_humans::json_escaped(&line_with(entry, at, entry.arguments));
+    let full = codemcp_base::for_humans::json_escaped(&line_with(entry, at, entry.arguments));
     if full.len() <= MAX_LINE_BYTES {
         return full;
     }
@@ -273,7 +273,7 @@ fn line(entry: &AuditEntry<'_>, at: SystemTime) -> String {
         "… [{} bytes of arguments]",
         json_len(entry.arguments)
     ));
-    crate::for_humans::json_escaped(&line_with(entry, at, &dropped))
+    codemcp_base::for_humans::json_escaped(&line_with(entry, at, &dropped))
 }
 
 fn line_with(entry: &AuditEntry<'_>, at: SystemTime, arguments: &Value) -> String {

@@ -21,11 +21,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::audit::{AuditEntry, AuditLog};
 use crate::config::Settings;
-use crate::exec::{ToolFailure, ToolHost};
-use crate::policy::Decision;
-use crate::sdk::Sdk;
-use crate::timing;
 use crate::upstream::{Catalog, UpstreamError};
+use codemcp_base::timing;
+use codemcp_exec::{ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
+use codemcp_sdk::policy::Decision;
 
 mod resources;
 
@@ -219,7 +219,7 @@ impl ToolHost for GuardedTools {
     fn resource_call(
         &self,
         engine: &'static str,
-        call: crate::sdk::ResourceCall,
+        call: codemcp_sdk::ResourceCall,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
         let guard = resources::Guard {
             catalog: self.catalog.clone(),
@@ -341,7 +341,7 @@ impl Call {
             };
             self.record(&shown, decision, outcome, started.elapsed(), result_bytes);
         }
-        crate::metrics::tool_call(&self.server, outcome, started.elapsed());
+        codemcp_base::metrics::tool_call(&self.server, outcome, started.elapsed());
         timing::since("audit recorded", recording);
         let converting = timing::start();
         let value = match result {
@@ -361,11 +361,11 @@ impl Call {
             Some(Decision::Allow) => Ok("allow"),
             Some(Decision::Ask) => match self.approval().await {
                 Ok(()) => {
-                    crate::metrics::approval_decided(true);
+                    codemcp_base::metrics::approval_decided(true);
                     Ok("approved")
                 }
                 Err(why) => {
-                    crate::metrics::approval_decided(false);
+                    codemcp_base::metrics::approval_decided(false);
                     Err(self.refuse("denied", why))
                 }
             },
@@ -484,7 +484,7 @@ impl Call {
     /// Asks the user through whatever the caller's client allows.
     async fn ask(&self, denied: &str) -> Result<ElicitResult, String> {
         if !matches!(self.context.asker, Asker::Nobody) {
-            crate::metrics::approval_asked();
+            codemcp_base::metrics::approval_asked();
         }
         let timeout = self.authority.approval_timeout;
         let late = || {
@@ -537,14 +537,14 @@ impl Call {
 
 /// What the user is asked about a call of `server`'s `tool` with `args`:
 /// the server, the tool and every argument's name each on a line of their
-/// own, escaped ([`crate::for_humans`]) so no name or value can forge a line
+/// own, escaped ([`codemcp_base::for_humans`]) so no name or value can forge a line
 /// or reorder text, and each value shortened on its own.
 pub fn approval_question(
     server: &str,
     tool: &str,
     args: &Map<String, Value>,
 ) -> ElicitRequestParams {
-    use crate::for_humans::{arguments, shortened};
+    use codemcp_base::for_humans::{arguments, shortened};
     let listed = if args.is_empty() {
         "Arguments: none\n".to_owned()
     } else {

@@ -12,10 +12,10 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
 use super::principals::{Principal, Principals};
-use crate::exec::store::Owner;
-use crate::policy::Decision;
-use crate::sdk::Sdk;
 use crate::upstream::Catalog;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::policy::Decision;
+use codemcp_store::Owner;
 
 /// The caller of one request.
 #[derive(Clone)]
@@ -130,7 +130,7 @@ impl Authenticator {
                 return next.run(request).await;
             }
             let shared = self.token.as_ref().is_some_and(|token| {
-                crate::secret::constant_time_eq(presented.as_bytes(), token.as_bytes())
+                codemcp_base::secret::constant_time_eq(presented.as_bytes(), token.as_bytes())
             });
             if shared {
                 return next.run(request).await;

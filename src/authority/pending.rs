@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::guarded::RunEvent;
-use crate::exec::store::{Handle, Owner};
+use codemcp_store::{Handle, Owner};
 
 /// A run's events, and how to stop it.
 pub struct Waiting {

@@ -21,11 +21,11 @@ use serde::de::{self, Deserializer, Visitor};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::exec::store::Owner;
-use crate::policy::Overrides;
-use crate::sdk::Sdk;
-use crate::secure_file;
 use crate::upstream::Catalog;
+use codemcp_base::secure_file;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::policy::Overrides;
+use codemcp_store::Owner;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -38,7 +38,7 @@ pub enum PrincipalsError {
     /// Unsafe (writable by others, owned by another user, not a regular
     /// file, too large); the message says how to fix it.
     #[error(transparent)]
-    Unsafe(#[from] crate::secure_file::UnsafeFile),
+    Unsafe(#[from] codemcp_base::secure_file::UnsafeFile),
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: PathBuf,
@@ -165,7 +165,7 @@ impl Principals {
         let digest = token_digest(token);
         let mut found = None;
         for principal in self.current() {
-            if crate::secret::constant_time_eq(&principal.digest, &digest) {
+            if codemcp_base::secret::constant_time_eq(&principal.digest, &digest) {
                 found = Some(principal);
             }
         }
@@ -333,7 +333,7 @@ pub fn add_token(path: &Path, name: &str) -> Result<String, PrincipalsError> {
             path: path.to_owned(),
         });
     }
-    let token = URL_SAFE_NO_PAD.encode(crate::exec::store::random_bytes::<32>());
+    let token = URL_SAFE_NO_PAD.encode(codemcp_store::random_bytes::<32>());
     let entry = serde_json::json!({ "sha256": hex(&token_digest(&token)) });
     principals.insert(name.to_owned(), entry);
     write_raw(path, &body)?;

@@ -2,9 +2,9 @@
 //! policies, and whether each engine can run here.
 
 use crate::config::{self, Fallback, Isolation, MontyPlacement, Settings};
-use crate::exec::worker::docker;
-use crate::policy::Decision;
 use crate::upstream::Catalog;
+use codemcp_exec::worker::docker;
+use codemcp_sdk::policy::Decision;
 
 /// Prints what `codemcp check` reports, section by section.
 pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config::ConfigPath) {
@@ -129,7 +129,7 @@ pub(super) async fn check(catalog: &Catalog, settings: &Settings, path: &config:
 /// The bubblewrap placement: what works and what is missing; whether
 /// escalation can use it.
 async fn print_sandbox(settings: &Settings) -> bool {
-    use crate::exec::worker::sandbox;
+    use codemcp_exec::worker::sandbox;
     let rootfs = crate::assemble::sandbox_rootfs_path(&settings.cpython);
     let status = sandbox::status(settings.cpython.bwrap.as_deref(), &rootfs).await;
     match &status.bwrap {
@@ -147,10 +147,10 @@ async fn print_sandbox(settings: &Settings) -> bool {
 /// Monty's CPython target beside the host workers' actual CPython (the
 /// image's is on the `docker image` line), so a mismatch is seen.
 async fn print_python_versions(settings: &Settings) {
-    let target = crate::exec::worker::MONTY_CPYTHON;
+    let target = codemcp_exec::worker::MONTY_CPYTHON;
     println!("python: Monty follows CPython {target}");
-    let python = crate::exec::worker::find_python(settings.cpython.python.as_deref());
-    match crate::exec::worker::host_python_version(&python).await {
+    let python = codemcp_exec::worker::find_python(settings.cpython.python.as_deref());
+    match codemcp_exec::worker::host_python_version(&python).await {
         Ok(version) => {
             let same = version == target || version.starts_with(&format!("{target}."));
             println!(
@@ -195,7 +195,7 @@ fn print_policies(catalog: &Catalog, settings: &Settings) {
 /// beside codemcp or on PATH, provisioned, or missing), and its Monty: it
 /// runs once, bounded, to see that it works. Nothing is downloaded here.
 async fn print_monty_worker(settings: &Settings) {
-    use crate::exec::monty::pool::{PoolStartError, worker_binary};
+    use codemcp_exec::monty::pool::{PoolStartError, worker_binary};
     let configured = settings.monty.monty_bin.as_deref();
     let worker = match worker_binary::choose(configured, None).await {
         Ok(worker) => worker,

@@ -8,10 +8,10 @@ use crate::assemble::{self, Transport};
 use crate::authority::{Asker, Authority, CallContext, GuardedTools, Identity};
 use crate::config::Settings;
 use crate::config::settings::OutputFormat;
-use crate::exec::store::Owner;
-use crate::exec::{RunControl, RunRequest, ToolHost};
 use crate::server;
 use crate::upstream::Catalog;
+use codemcp_exec::{RunControl, RunRequest, ToolHost};
+use codemcp_store::Owner;
 
 /// Builds the engines, runs `code` once and shuts them down again.
 pub(super) async fn exec(
@@ -53,7 +53,7 @@ async fn exec_once(
         Arc::new(GuardedTools::new(catalog, Arc::new(authority), context));
     // Assembled as the gateway assembles a run (`GatewayState::assemble`),
     // in one store budget with the run.
-    let execution = crate::exec::store::one_call(async move {
+    let execution = codemcp_store::one_call(async move {
         let snippet = crate::helpers::Snippet::New(&code);
         let helpers = assembled.helpers.as_ref();
         let assembly = crate::helpers::assemble(helpers, Owner::anonymous(), snippet, host).await;

@@ -28,7 +28,7 @@ use crate::upstream::{Catalog, UpstreamLimits};
 #[derive(Debug, Parser)]
 #[command(
     name = "codemcp",
-    version = crate::exec::monty::pool::worker_binary::version_line(),
+    version = codemcp_exec::monty::pool::worker_binary::version_line(),
     about = "One MCP tool, execute_python, over all your MCP servers",
     after_help = "Logs go to stderr; CODEMCP_LOG sets what they show, as a tracing filter \
                   (default: info,rmcp=warn; e.g. CODEMCP_LOG=codemcp::audit=info,codemcp::timing=trace)."
@@ -237,7 +237,7 @@ fn upstream_limits(settings: &Settings) -> UpstreamLimits {
         startup_wait: settings.upstream.startup_wait,
         startup_concurrency: settings.upstream.startup_concurrency,
         lazy_idle: settings.upstream.lazy_idle,
-        state_dir: Some(crate::exec::store::state_dir()),
+        state_dir: Some(codemcp_store::state_dir()),
         description_budget: settings.description_budget,
     }
 }

@@ -44,7 +44,7 @@ pub(super) async fn setup_docker(settings: &Settings, rebuild: bool) -> Result<E
         &settings.cpython.docker_image,
         &sources,
         rebuild,
-        crate::exec::worker::BOOTSTRAP,
+        codemcp_exec::worker::BOOTSTRAP,
     )
     .await?;
     println!("{done}");

@@ -66,7 +66,7 @@ pub fn append_servers(text: &str, entries: &[(String, Value)]) -> Result<String,
     // time: 40,000 entries took minutes.
     let marker = format!(
         "codemcp-import-{:016x}",
-        u64::from_le_bytes(crate::exec::store::random_bytes::<8>())
+        u64::from_le_bytes(codemcp_store::random_bytes::<8>())
     );
     section.append(&marker, CstInputValue::Null);
     let out = root.to_string();

@@ -330,7 +330,7 @@ pub fn read_own(path: &Path) -> Result<Option<(String, Existing)>, String> {
 /// The text of codemcp's config (a regular file of a config's size); `None`
 /// when there is none.
 fn read_text(path: &Path) -> Result<Option<String>, String> {
-    match crate::secure_file::read_trusted_text(path, &super::CONFIG_RULES) {
+    match codemcp_base::secure_file::read_trusted_text(path, &super::CONFIG_RULES) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.is_missing() => Ok(None),
         Err(err) => Err(err.to_string()),

@@ -136,14 +136,15 @@ pub fn run(config: &ConfigPath, client: Client, undo: bool) -> Result<ExitCode, 
             client.name()
         ));
     }
-    let text =
-        crate::secure_file::read_trusted_text(&path, &super::CONFIG_RULES).map_err(|err| {
+    let text = codemcp_base::secure_file::read_trusted_text(&path, &super::CONFIG_RULES).map_err(
+        |err| {
             format!(
                 "cannot read {}'s config {}: {err}",
                 client.name(),
                 path.display()
             )
-        })?;
+        },
+    )?;
     let own_path = config
         .path()
         .ok_or("no config file location: set HOME, CODEMCP_CONFIG or --config")?;

@@ -112,17 +112,17 @@ pub enum ClientError {
     },
     /// Not a regular file, or too large to be a config.
     #[error(transparent)]
-    Unsafe(#[from] crate::secure_file::UnsafeFile),
+    Unsafe(#[from] codemcp_base::secure_file::UnsafeFile),
 }
 
 /// A client config grants nothing, so anyone may own it and a symlink
 /// (dotfiles) is followed; but only a regular file of a config's size is
 /// read (`~/.claude.json` keeps history and grows to tens of MB).
-pub const CONFIG_RULES: crate::secure_file::Rules = crate::secure_file::Rules {
+pub const CONFIG_RULES: codemcp_base::secure_file::Rules = codemcp_base::secure_file::Rules {
     what: "the config file",
     max_bytes: 64 << 20,
     follow_symlink: true,
-    owner: crate::secure_file::Owner::Anyone,
+    owner: codemcp_base::secure_file::Owner::Anyone,
     private_writes: false,
 };
 
@@ -131,7 +131,7 @@ pub const CONFIG_RULES: crate::secure_file::Rules = crate::secure_file::Rules {
 /// # Errors
 /// The file exists but cannot be read or is not in the client's format.
 pub fn read_client(client: Client, path: &Path) -> Result<Option<Found>, ClientError> {
-    let text = match crate::secure_file::read_trusted_text(path, &CONFIG_RULES) {
+    let text = match codemcp_base::secure_file::read_trusted_text(path, &CONFIG_RULES) {
         Ok(text) => text,
         Err(err) if err.is_missing() => return Ok(None),
         Err(err) => return Err(err.into()),

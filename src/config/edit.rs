@@ -22,7 +22,7 @@ pub enum EditError {
         source: std::io::Error,
     },
     #[error("{0}; not changed")]
-    Unsafe(#[from] crate::secure_file::UnsafeFile),
+    Unsafe(#[from] codemcp_base::secure_file::UnsafeFile),
     #[error("{path}: {message}; not changed")]
     Parse { path: PathBuf, message: String },
     #[error("{path} has no server entry '{name}' under \"mcpServers\" or \"mcp\"; not changed")]
@@ -45,7 +45,7 @@ pub fn set_enabled(path: &Path, name: &str, on: bool) -> Result<PathBuf, EditErr
         path: path.to_owned(),
         source,
     })?;
-    let text = crate::secure_file::read_trusted_text(&path, &super::CONFIG_FILE)?;
+    let text = codemcp_base::secure_file::read_trusted_text(&path, &super::CONFIG_FILE)?;
     let edited = edit_text(&text, name, on).map_err(|e| match e {
         Miss::Parse(message) => EditError::Parse {
             path: path.clone(),

@@ -38,7 +38,7 @@ pub use self::oauth::{Grant, OAuthConfig};
 pub use self::start::Start;
 use super::interpolate::{expand_home, interpolate};
 use super::{ConfigError, jsonc};
-use crate::policy::Rules;
+use codemcp_sdk::policy::Rules;
 
 /// How long an upstream may take to answer `initialize` unless its entry
 /// says otherwise.
@@ -231,7 +231,7 @@ pub fn load(path: &ConfigPath) -> Result<UpstreamConfig, ConfigError> {
     let Some(file) = path.path() else {
         return Ok(UpstreamConfig::default());
     };
-    let text = match crate::secure_file::read_trusted_text(file, &super::CONFIG_FILE) {
+    let text = match codemcp_base::secure_file::read_trusted_text(file, &super::CONFIG_FILE) {
         Ok(text) => text,
         Err(err) if err.is_missing() => {
             if let ConfigPath::Explicit { path, from } = path {
@@ -488,7 +488,7 @@ fn build(
     if entry.name.trim().is_empty() {
         return Err("the server name is empty".to_owned());
     }
-    if crate::for_humans::has_hidden(&entry.name) {
+    if codemcp_base::for_humans::has_hidden(&entry.name) {
         // It is shown in approval questions and logs, where such characters forge or hide text.
         return Err("the server name has control, bidi or invisible characters".to_owned());
     }

@@ -48,7 +48,7 @@ pub enum ConfigError {
     /// larger than [`CONFIG_FILE`] allows: refused unread, so it cannot hang
     /// or flood the gateway.
     #[error(transparent)]
-    Unsafe(#[from] crate::secure_file::UnsafeFile),
+    Unsafe(#[from] codemcp_base::secure_file::UnsafeFile),
 
     /// The file is not valid JSON (with comments), or a top-level section has
     /// the wrong shape, or two servers share a name. `line` and `column` are
@@ -78,10 +78,10 @@ pub enum ConfigError {
 /// How a config file is read (`load`, `enable`/`disable`): any owner (it is
 /// the user's own file), but a regular file of at most 4 MiB, opened without
 /// blocking, so a FIFO or a device in its place is refused at once.
-pub(crate) const CONFIG_FILE: crate::secure_file::Rules = crate::secure_file::Rules {
+pub(crate) const CONFIG_FILE: codemcp_base::secure_file::Rules = codemcp_base::secure_file::Rules {
     what: "config file",
     max_bytes: 4 << 20,
     follow_symlink: true,
-    owner: crate::secure_file::Owner::Anyone,
+    owner: codemcp_base::secure_file::Owner::Anyone,
     private_writes: false,
 };

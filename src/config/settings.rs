@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
-pub use crate::policy::Decision;
+pub use codemcp_sdk::policy::Decision;
 use values::{
     Lenient, count, cpus, decision, fallback, hosts, isolation, millis, millis_or_zero, origins,
     output, path, placement, secs, size, text, token,

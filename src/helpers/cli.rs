@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use super::Helpers;
 use super::record::Library;
 use crate::config::Settings;
-use crate::exec::store::Owner;
+use codemcp_store::Owner;
 
 #[derive(Debug, Subcommand)]
 pub enum HelpersAction {
@@ -73,8 +73,8 @@ impl Whose {
 pub async fn run(
     action: &HelpersAction,
     settings: &Settings,
-    spec: &crate::exec::store::StoreSpec,
-    key: crate::exec::store::SealKey,
+    spec: &codemcp_store::StoreSpec,
+    key: codemcp_store::SealKey,
 ) -> Result<ExitCode, String> {
     let helpers = Helpers::from_settings(settings, spec, key).map_err(|e| e.to_string())?;
     let store = helpers.store();

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use codemcp_snippet::definitions::{Def, Definitions};
 
-use crate::exec::helpers::HELPER_FUNCTIONS;
-use crate::sdk::{RESERVED_NAMES, Sdk};
+use codemcp_exec::helpers::HELPER_FUNCTIONS;
+use codemcp_sdk::{RESERVED_NAMES, Sdk};
 
 /// A helper cut out of a snippet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,7 +257,7 @@ fn preflight(
     needed: &Needed,
 ) -> Result<(), Refusal> {
     let earlier: Vec<String> = helpers.iter().cloned().collect();
-    let checked = crate::exec::preflight::check(code, sdk, &earlier);
+    let checked = codemcp_snippet::preflight::check(code, sdk, &earlier);
     for finding in checked.findings {
         let inside = needed
             .defs

@@ -13,10 +13,10 @@ use serde_json::{Map, Value, json};
 use super::prelude::{Prelude, prelude};
 use super::record::Helper;
 use super::{HelperCall, Helpers, Visible};
-use crate::exec::helpers::{Assembly, SnippetFacts};
-use crate::exec::store::Owner;
-use crate::exec::{ToolFailure, ToolHost};
-use crate::sdk::{ResourceCall, Sdk};
+use codemcp_exec::helpers::{Assembly, SnippetFacts};
+use codemcp_exec::{ToolFailure, ToolHost};
+use codemcp_sdk::{ResourceCall, Sdk};
+use codemcp_store::Owner;
 
 pub struct HelperHost {
     inner: Arc<dyn ToolHost>,

@@ -31,10 +31,10 @@ pub use self::extract::Refusal;
 pub use self::host::{HelperHost, Snippet, assemble};
 pub use self::record::{Helper, Library};
 pub use self::store::{LibraryError, LibraryStore};
-pub use crate::exec::helpers::{Assembly, HELPER_FUNCTIONS, HelperCall};
+pub use codemcp_exec::helpers::{Assembly, HELPER_FUNCTIONS, HelperCall};
 
-use crate::exec::store::Owner;
-use crate::sdk::HelperDoc;
+use codemcp_sdk::HelperDoc;
+use codemcp_store::Owner;
 
 /// How many helpers, and how big, one principal may keep.
 #[derive(Debug, Clone, Copy)]
@@ -75,9 +75,9 @@ impl Helpers {
     /// The store cannot be opened.
     pub fn from_settings(
         settings: &crate::config::Settings,
-        spec: &crate::exec::store::StoreSpec,
-        key: crate::exec::store::SealKey,
-    ) -> Result<Self, crate::exec::store::StoreError> {
+        spec: &codemcp_store::StoreSpec,
+        key: codemcp_store::SealKey,
+    ) -> Result<Self, codemcp_store::StoreError> {
         let h = &settings.helpers;
         let store = LibraryStore::open(
             spec,
@@ -168,8 +168,8 @@ impl Helpers {
 pub async fn sdk_for(
     helpers: Option<&Arc<Helpers>>,
     owner: &Owner,
-    sdk: Arc<crate::sdk::Sdk>,
-) -> Arc<crate::sdk::Sdk> {
+    sdk: Arc<codemcp_sdk::Sdk>,
+) -> Arc<codemcp_sdk::Sdk> {
     match helpers {
         Some(helpers) => {
             let docs = helpers.visible(owner).await.docs;

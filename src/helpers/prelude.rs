@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::record::Helper;
-pub use crate::exec::helpers::Prelude;
+pub use codemcp_exec::helpers::Prelude;
 
 /// The prelude of `code`: every helper in `helpers` whose name the code
 /// mentions, and the helpers those call; `None` when it mentions none.

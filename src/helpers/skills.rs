@@ -6,7 +6,7 @@
 
 use rmcp::model::{Skill, SkillFrontmatter, SkillResource, SkillResources};
 
-use crate::sdk::HelperDoc;
+use codemcp_sdk::HelperDoc;
 
 /// The skill name of helper `name`.
 pub fn skill_name(name: &str) -> String {

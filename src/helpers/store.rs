@@ -12,10 +12,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use super::record::Library;
-use crate::exec::store::{
-    self, Handle, Owner, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec,
-};
-use crate::exec::{Snapshot, SnapshotKind};
+use codemcp_exec::{Snapshot, SnapshotKind};
+use codemcp_store::{Handle, Owner, SealKey, SessionStore, StoreError, StoreLimits, StoreSpec};
 
 /// "Never" expire: a century, well within every store's clock arithmetic.
 const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -58,7 +56,7 @@ impl LibraryStore {
             lease_ttl: Duration::from_secs(30),
             call_timeout,
         };
-        let store = store::open(spec, key.clone(), limits)?;
+        let store = codemcp_store::open(spec, key.clone(), limits)?;
         Ok(Self { store, key })
     }
 
@@ -127,11 +125,11 @@ impl LibraryStore {
 
     /// The record's size in the store as sealed: payload plus header and tag.
     pub fn sealed_len(library: &Library) -> usize {
-        library.to_bytes().len() + store::seal::MAX_HEADER + 32
+        library.to_bytes().len() + codemcp_store::seal::MAX_HEADER + 32
     }
 }
 
-fn decode(owner: &Owner, stored: &store::Stored) -> Result<Library, LibraryError> {
+fn decode(owner: &Owner, stored: &codemcp_store::Stored) -> Result<Library, LibraryError> {
     if stored.owner != *owner {
         return Err(LibraryError::NotYours);
     }

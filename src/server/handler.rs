@@ -29,11 +29,11 @@ mod detached;
 use self::arguments::{input_schema, parse_request};
 use super::render::render;
 use crate::config::settings::OutputFormat;
-use crate::exec::store::Owner;
-use crate::exec::{Execution, Executor, RunControl, RunRequest, ToolCallObserver, ToolHost};
 use crate::helpers::{Assembly, Helpers, Snippet};
-use crate::timing;
 use crate::upstream::Catalog;
+use codemcp_base::timing;
+use codemcp_exec::{Execution, Executor, RunControl, RunRequest, ToolCallObserver, ToolHost};
+use codemcp_store::Owner;
 
 pub const TOOL_NAME: &str = "execute_python";
 pub const SDK_URI: &str = "codemcp://sdk.pyi";
@@ -154,7 +154,7 @@ struct SessionGuard {
     implicit: Mutex<Option<String>>,
     /// Cancelled when the client is gone: every run of the session stops.
     closing: CancellationToken,
-    _counted: crate::metrics::Held,
+    _counted: codemcp_base::metrics::Held,
 }
 
 impl SessionGuard {
@@ -200,7 +200,7 @@ impl Gateway {
             shared: Arc::downgrade(&shared),
             implicit: Mutex::new(None),
             closing: CancellationToken::new(),
-            _counted: crate::metrics::session(),
+            _counted: codemcp_base::metrics::session(),
         });
         Self {
             shared,
@@ -232,7 +232,7 @@ impl Gateway {
     async fn helper_docs(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Vec<crate::sdk::HelperDoc> {
+    ) -> Vec<codemcp_sdk::HelperDoc> {
         let Some(helpers) = self.shared.helpers.clone() else {
             return Vec::new();
         };
@@ -307,7 +307,7 @@ impl Gateway {
         let mut context = CallContext::new(caller.identity, Some(session), caller.asker, grants);
         context.park = caller.park;
         // One store budget for the helpers' read and the run's session.
-        let execution = crate::exec::store::one_call(async {
+        let execution = codemcp_store::one_call(async {
             let snippet = Snippet::New(&request.code);
             let assembly = self.shared.assemble(context, snippet).await;
             executor.run(owner, request, assembly, control).await

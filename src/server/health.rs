@@ -1,6 +1,6 @@
 //! What `serve --http` tells whoever runs it: `GET /healthz` (can it serve,
 //! and which upstreams are down or still connecting) and `GET /metrics`
-//! (the registry of `crate::metrics` in the OpenMetrics text format).
+//! (the registry of `codemcp_base::metrics` in the OpenMetrics text format).
 
 use std::sync::Arc;
 
@@ -134,7 +134,7 @@ fn metrics_route() -> axum::Router {
 }
 
 async fn metrics() -> Response {
-    match crate::metrics::encode() {
+    match codemcp_base::metrics::encode() {
         Ok(text) => (
             [(
                 header::CONTENT_TYPE,
@@ -172,7 +172,7 @@ mod tests {
         let limits = crate::upstream::UpstreamLimits {
             tool_timeout: std::time::Duration::from_secs(1),
             max_message: 1 << 20,
-            policy_default: crate::policy::Decision::Allow,
+            policy_default: codemcp_sdk::policy::Decision::Allow,
             startup_wait: std::time::Duration::from_secs(1),
             startup_concurrency: 4,
             lazy_idle: std::time::Duration::from_secs(60),

@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
 
-use crate::exec::store::Owner;
+use codemcp_store::Owner;
 
 tokio::task_local! {
     /// Who the `initialize` being served comes from (set by `session_guard`).

@@ -115,7 +115,7 @@ impl HttpLimits {
     /// At most half the open-files limit: the rest is for upstreams,
     /// workers, the store and the log.
     fn connections(&self) -> usize {
-        let fds = crate::process::open_file_limit().unwrap_or(1024);
+        let fds = codemcp_base::process::open_file_limit().unwrap_or(1024);
         let half = usize::try_from(fds / 2).unwrap_or(usize::MAX);
         self.max_connections.min(half).max(16)
     }

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::config::settings::OutputFormat;
-use crate::exec::Execution;
+use codemcp_exec::Execution;
 
 /// The text block in the format `CODEMCP_OUTPUT` picks.
 pub fn render(execution: &Execution, format: OutputFormat) -> String {
@@ -88,7 +88,7 @@ pub fn render_text(execution: &Execution) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{ErrorKind, RunError};
+    use codemcp_exec::{ErrorKind, RunError};
 
     fn execution() -> Execution {
         Execution {
@@ -165,7 +165,7 @@ mod tests {
     fn a_value_without_json_form_is_said_in_place_of_the_result() {
         let mut e = execution();
         e.stdout = "printed\n".into();
-        e.result_unavailable = Some(crate::exec::not_returned(
+        e.result_unavailable = Some(codemcp_exec::not_returned(
             "a 'Foo' instance has no JSON form",
         ));
         let text = render_text(&e);

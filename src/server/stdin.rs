@@ -82,7 +82,7 @@ impl AsyncRead for WatchedStdin {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let ended = match &polled {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
-                crate::timing::REQUEST_READ.set();
+                codemcp_base::timing::REQUEST_READ.set();
                 false
             }
             Poll::Ready(Ok(())) => wanted,
@@ -99,7 +99,7 @@ impl AsyncRead for WatchedStdin {
 
 async fn cancel_when_unread(closed: CancellationToken, upstreams_ready: BoxFuture<'static, ()>) {
     let reader_gone = async {
-        while !crate::process::stdout_reader_gone() && !closed.is_cancelled() {
+        while !codemcp_base::process::stdout_reader_gone() && !closed.is_cancelled() {
             tokio::time::sleep(CHECK_EVERY).await;
         }
     };
@@ -108,7 +108,7 @@ async fn cancel_when_unread(closed: CancellationToken, upstreams_ready: BoxFutur
         () = reader_gone => {}
     }
     let started = tokio::time::Instant::now();
-    while !crate::process::stdout_reader_gone()
+    while !codemcp_base::process::stdout_reader_gone()
         && started.elapsed() < DRAIN
         && !closed.is_cancelled()
     {

@@ -24,7 +24,7 @@ pub enum Input {
     Blocking(tokio::io::Stdin),
 }
 
-/// Our stdout; tells `crate::timing` when an answer has left.
+/// Our stdout; tells `codemcp_base::timing` when an answer has left.
 pub enum Output {
     Pipe(pipe::Sender),
     Blocking(tokio::io::Stdout),
@@ -102,7 +102,7 @@ impl AsyncWrite for Output {
             Output::Blocking(stdout) => Pin::new(stdout).poll_flush(cx),
         };
         if matches!(flushed, Poll::Ready(Ok(()))) {
-            crate::timing::RESPONSE_READY.log_since("response written");
+            codemcp_base::timing::RESPONSE_READY.log_since("response written");
         }
         flushed
     }

@@ -10,8 +10,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Map, Value};
 
 use super::{Catalog, UpstreamError, tool_value};
-use crate::exec::{ToolFailure, ToolHost};
-use crate::sdk::Sdk;
+use codemcp_exec::{ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
 
 impl Catalog {
     /// Calls one upstream tool with the per-call timeout. A stdio server whose
@@ -26,7 +26,7 @@ impl Catalog {
             .inner
             .upstream(server)
             .ok_or_else(|| UpstreamError::UnknownServer(server.to_owned()))?;
-        let looking = crate::timing::start();
+        let looking = codemcp_base::timing::start();
         upstream.touch();
         let live = if upstream.starting() {
             // As long as the server's own handshake may take (the operator's
@@ -48,10 +48,10 @@ impl Catalog {
             self.inner.peer(&upstream).await?
         };
         let _in_use = upstream.in_use();
-        crate::timing::since("upstream peer", looking);
+        codemcp_base::timing::since("upstream peer", looking);
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let params = crate::telemetry::with_trace_meta(params);
-        let calling = crate::timing::start();
+        let calling = codemcp_base::timing::start();
         let timeout = self.inner.tool_timeout;
         let lost = async {
             match &live.liveness {
@@ -117,25 +117,25 @@ impl Catalog {
 }
 
 /// An upstream call's round trip, split where the bytes left and came back
-/// (stdio upstreams mark both; see `crate::timing`).
+/// (stdio upstreams mark both; see `codemcp_base::timing`).
 fn log_round_trip(started: Option<Instant>) {
     let Some(started) = started else {
         return;
     };
     let now = Instant::now();
-    crate::timing::stage("upstream call", now - started);
+    codemcp_base::timing::stage("upstream call", now - started);
     let (sent, read) = (
-        crate::timing::UPSTREAM_SENT.take(),
-        crate::timing::UPSTREAM_READ.take(),
+        codemcp_base::timing::UPSTREAM_SENT.take(),
+        codemcp_base::timing::UPSTREAM_READ.take(),
     );
     if let (Some(sent), Some(read)) = (sent, read)
         && started <= sent
         && sent <= read
         && read <= now
     {
-        crate::timing::stage("upstream sent", sent - started);
-        crate::timing::stage("upstream answered", read - sent);
-        crate::timing::stage("upstream received", now - read);
+        codemcp_base::timing::stage("upstream sent", sent - started);
+        codemcp_base::timing::stage("upstream answered", read - sent);
+        codemcp_base::timing::stage("upstream received", now - read);
     }
 }
 

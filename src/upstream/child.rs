@@ -97,7 +97,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for WatchedOutput<R> {
             other => return other,
         }
         let fresh = &buf.filled()[before..];
-        crate::timing::UPSTREAM_READ.set();
+        codemcp_base::timing::UPSTREAM_READ.set();
         if fresh.is_empty() {
             this.liveness
                 .lose("the server closed its output (it exited or crashed)");
@@ -190,7 +190,7 @@ impl Transport<RoleClient> for ChildTransport {
         let sending = self.transport.send(item);
         async move {
             let sent = sending.await;
-            crate::timing::UPSTREAM_SENT.set();
+            codemcp_base::timing::UPSTREAM_SENT.set();
             sent
         }
     }

@@ -172,7 +172,7 @@ fn spawn_child(
     if let Some(cwd) = child.cwd {
         cmd.current_dir(cwd);
     }
-    crate::process::die_with_parent(&mut cmd);
+    codemcp_base::process::die_with_parent(&mut cmd);
     let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
     // Its own process group, so killing it also kills what it started (npx → node).
     wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
@@ -271,13 +271,13 @@ pub async fn list_raw(client: &Client, server: &str) -> Result<Vec<Tool>, Upstre
 /// control, bidi or invisible characters could forge or reorder the text of
 /// an approval question or a log line, so the tool is left out (logged).
 fn shown_name(server: &str, name: &str) -> bool {
-    if !crate::for_humans::has_hidden(name) {
+    if !codemcp_base::for_humans::has_hidden(name) {
         return true;
     }
     tracing::warn!(
         target: "codemcp::upstream",
         %server,
-        tool = %crate::for_humans::shortened(name, 200),
+        tool = %codemcp_base::for_humans::shortened(name, 200),
         "tool left out: its name has control, bidi or invisible characters"
     );
     false

@@ -32,9 +32,9 @@ use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
 use self::call::service_error_text;
 use self::connection::{Backoff, Client};
 use crate::config::{ServerConfig, SkippedServer, Start, UpstreamConfig};
-use crate::policy::{self, Decision, Overrides};
-use crate::sdk::{Connecting, Sdk};
-use crate::tooldef::ToolDef;
+use codemcp_sdk::policy::{Decision, Overrides};
+use codemcp_sdk::tooldef::ToolDef;
+use codemcp_sdk::{Connecting, Sdk};
 
 pub use self::reconfigure::Reconfigured;
 pub use self::result::tool_value;
@@ -566,8 +566,13 @@ fn server_about(peer: &rmcp::Peer<rmcp::RoleClient>) -> Option<String> {
 fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision) -> bool {
     let rules = &upstream.config.policy;
     for tool in &mut tools {
-        tool.policy =
-            policy::effective(rules, &tool.name, tool.read_only, tool.destructive, default);
+        tool.policy = codemcp_sdk::policy::effective(
+            rules,
+            &tool.name,
+            tool.read_only,
+            tool.destructive,
+            default,
+        );
     }
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for pattern in rules.unmatched(&names) {

@@ -5,7 +5,7 @@ use std::sync::Weak;
 use tokio::sync::mpsc;
 
 use super::{Inner, UpstreamError, connection, remembered, replace_tools, server_about, write};
-use crate::tooldef::ToolDef;
+use codemcp_sdk::tooldef::ToolDef;
 
 /// Re-lists a server's tools whenever it says they changed.
 pub(super) async fn refresh_on_change(

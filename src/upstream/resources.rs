@@ -18,8 +18,8 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use super::{Catalog, Live, Upstream, UpstreamError, service_error_text};
-use crate::policy::Decision;
-use crate::sdk::ResourceCall;
+use codemcp_sdk::ResourceCall;
+use codemcp_sdk::policy::Decision;
 
 /// A server that keeps sending `next_cursor` is cut off here.
 const MAX_PAGES: usize = 100;
@@ -80,7 +80,7 @@ impl Catalog {
     }
 
     /// The operator's decision on `method` (one of
-    /// [`crate::sdk::resources::POLICY_NAMES`]) for `server`: its policy
+    /// [`codemcp_sdk::resources::POLICY_NAMES`]) for `server`: its policy
     /// rules, else `allow`, since reading resources and prompts changes
     /// nothing. `None` for a server the gateway does not have.
     pub fn resource_policy(&self, server: &str, method: &str) -> Option<Decision> {

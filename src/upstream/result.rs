@@ -3,7 +3,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::exec::ToolFailure;
+use codemcp_exec::ToolFailure;
 
 /// `structuredContent` when the tool gives one, else its text blocks joined
 /// with newlines; non-text blocks come back as their JSON objects. An

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Catalog, Inner, read, write};
-use crate::policy::{Decision, Overrides};
-use crate::sdk::Sdk;
-use crate::tooldef::ToolDef;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::policy::{Decision, Overrides};
+use codemcp_sdk::tooldef::ToolDef;
 
 impl Catalog {
     /// The SDK for the tools known right now.

@@ -7,15 +7,15 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemcp::exec::facts::parses;
-use codemcp::exec::helpers::Assembly;
-use codemcp::exec::monty::pool::{PoolEngine, find_worker_binary};
-use codemcp::exec::monty::{MontyEngine, MontyLimits};
-use codemcp::exec::router::Router;
-use codemcp::exec::store::Owner;
-use codemcp::exec::worker::{WorkerEngine, WorkerLimits, find_python};
-use codemcp::exec::{Engine, Executor, RunChecks, RunControl, RunRequest, ToolFailure, ToolHost};
-use codemcp::sdk::Sdk;
+use codemcp_exec::helpers::Assembly;
+use codemcp_exec::monty::pool::{PoolEngine, find_worker_binary};
+use codemcp_exec::monty::{MontyEngine, MontyLimits};
+use codemcp_exec::router::Router;
+use codemcp_exec::worker::{WorkerEngine, WorkerLimits, find_python};
+use codemcp_exec::{Engine, Executor, RunChecks, RunControl, RunRequest, ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
+use codemcp_snippet::facts::parses;
+use codemcp_store::Owner;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
@@ -217,7 +217,7 @@ fn corpus_snippets() -> Vec<(String, String)> {
 fn judged(programs: &[(String, String)]) -> (Vec<String>, Vec<String>) {
     let (mut lazy, mut routed) = (Vec::new(), Vec::new());
     for (name, code) in programs {
-        let outline = codemcp::exec::facts::Facts::of(code).outline;
+        let outline = codemcp_snippet::facts::Facts::of(code).outline;
         if let Some(what) = outline.needs_laziness {
             lazy.push(format!("{name}: {what}"));
         } else if outline.differs_on_monty.is_some() {

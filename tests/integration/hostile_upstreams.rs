@@ -15,8 +15,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::tooldef::ToolDef;
 use serde_json::{Value, json};
 use support::{Setup, python2, repo, start_http};
 use tokio::process::Command;

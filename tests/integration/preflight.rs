@@ -11,10 +11,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use codemcp::exec::preflight;
-use codemcp::policy::Decision;
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::policy::Decision;
+use codemcp_sdk::tooldef::ToolDef;
+use codemcp_snippet::preflight;
 use serde_json::json;
 use support::{Setup, everything, odd};
 

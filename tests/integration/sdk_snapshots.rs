@@ -20,7 +20,7 @@ use crate::support;
 
 use std::sync::OnceLock;
 
-use codemcp::sdk::Sdk;
+use codemcp_sdk::Sdk;
 
 /// `CODEMCP_DESCRIPTION_BUDGET`'s default.
 const DEFAULT_BUDGET: usize = 2_048;
@@ -127,7 +127,7 @@ impl synthetic::Catalog {
 
 /// What a client that keeps 2,048 characters shows the model.
 fn first_2048(text: &str) -> String {
-    text.chars().take(codemcp::sdk::HEAD_CHARS).collect()
+    text.chars().take(codemcp_sdk::HEAD_CHARS).collect()
 }
 
 /// The first 2,048 characters at each generated size, at the default budget.
@@ -156,7 +156,7 @@ fn every_server_the_session_rule_and_search_tools_are_within_2048_characters() {
             first_2048(&sdk.description(LARGE_BUDGET)),
             sdk.instructions(usize::MAX),
         ] {
-            assert!(text.chars().count() <= codemcp::sdk::HEAD_CHARS, "{label}");
+            assert!(text.chars().count() <= codemcp_sdk::HEAD_CHARS, "{label}");
             let names: std::collections::BTreeSet<&str> =
                 c.tools.iter().map(|t| t.server.as_str()).collect();
             assert_eq!(names.len(), *servers, "{label}");
@@ -214,7 +214,7 @@ async fn the_gateway_instructions_and_description_name_every_server_within_2048(
         .unwrap_or_default();
     let description = client.description().await;
     for text in [&instructions, &description] {
-        assert!(text.chars().count() <= codemcp::sdk::HEAD_CHARS, "{text}");
+        assert!(text.chars().count() <= codemcp_sdk::HEAD_CHARS, "{text}");
         // Still connecting at `initialize`, or connected with their tool counts.
         assert!(text.contains("\neverything ("), "{text}");
         assert!(text.contains("\nfs ("), "{text}");

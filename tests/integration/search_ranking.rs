@@ -6,8 +6,8 @@
 
 use crate::support;
 
-use codemcp::sdk::Sdk;
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::Sdk;
+use codemcp_sdk::tooldef::ToolDef;
 use rmcp::ServiceExt;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::Value;

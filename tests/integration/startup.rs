@@ -598,7 +598,7 @@ async fn description_is_byte_stable(tools: usize, servers: usize) {
         !told,
         "tools/list_changed after servers joined as they were remembered"
     );
-    let head: String = live.chars().take(codemcp::sdk::HEAD_CHARS).collect();
+    let head: String = live.chars().take(codemcp_sdk::HEAD_CHARS).collect();
     for name in &names {
         assert!(
             head.contains(&format!("{name} (")),

@@ -2,7 +2,7 @@
 //! (`ToolDef::from_mcp`) by a client that advertises what the gateway's does
 //! (no capabilities): a catalog depends on that.
 
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::tooldef::ToolDef;
 use rmcp::ServiceExt;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};

@@ -9,11 +9,11 @@ use codemcp_snippet::Facts;
 
 use super::helpers::{Assembly, Prelude, SnippetFacts};
 use super::persistence::{Begun, Persistence};
-use super::preflight::{self, EarlierNames};
-use super::store::{self, Owner, SealKey, StoreError, StoreLimits, StoreSpec};
 use super::{
     Engine, ErrorKind, Execution, Parked, Run, RunControl, RunError, RunRequest, ToolHost,
 };
+use codemcp_snippet::preflight::EarlierNames;
+use codemcp_store::{Owner, SealKey, StoreError, StoreLimits, StoreSpec};
 
 /// The checks made before any engine sees a run.
 #[derive(Debug, Clone, Copy)]
@@ -52,9 +52,9 @@ impl Executor {
             idle: Duration::from_secs(3600),
             max_snapshot_bytes: 16 << 20,
             lease_ttl: checks.exec_timeout + Duration::from_secs(30),
-            call_timeout: store::DEFAULT_CALL_TIMEOUT,
+            call_timeout: codemcp_store::DEFAULT_CALL_TIMEOUT,
         };
-        let store = store::open(&StoreSpec::Memory, SealKey::ephemeral(), limits)?;
+        let store = codemcp_store::open(&StoreSpec::Memory, SealKey::ephemeral(), limits)?;
         Ok(Self::new(
             engine,
             checks,
@@ -75,7 +75,7 @@ impl Executor {
         // A stalled store costs the whole call one store timeout, however
         // many store operations it makes (lease, load, save; and the
         // helpers' read when the gateway assembles inside the same call).
-        store::one_call(self.run_one(owner, request, assembly, control)).await
+        codemcp_store::one_call(self.run_one(owner, request, assembly, control)).await
     }
 
     async fn run_one(
@@ -223,7 +223,7 @@ impl Executor {
         let unparked = self
             .sessions
             .unpark(state, owner, max_age, &mut run, &holds);
-        match store::one_call(unparked).await {
+        match codemcp_store::one_call(unparked).await {
             Ok((begun, parked)) => Ok(Unparked { begun, run, parked }),
             Err(why) => Err(self.refused(
                 RunError::new(ErrorKind::Input, "LookupError", why)
@@ -257,7 +257,7 @@ impl Executor {
         run.know(&facts).await;
         snippet.fill(run.snippet(), Arc::new(facts));
         let resumed = self.run_begun(begun, run, tools, control, Some(&parked));
-        let mut execution = store::one_call(resumed).await;
+        let mut execution = codemcp_store::one_call(resumed).await;
         execution.warnings.extend(warnings);
         self.finished(execution, started)
     }
@@ -290,7 +290,8 @@ impl Executor {
         };
         let sdk = tools.sdk();
         earlier.extend(sdk.helpers().iter().map(|h| h.name.clone()));
-        let mut checked = preflight::check_safely(run.code.clone(), sdk, earlier).await;
+        let mut checked =
+            codemcp_snippet::preflight::check_safely(run.code.clone(), sdk, earlier).await;
         if let Some(handle) = session {
             self.earlier.add(handle, checked.bound_tool_names.clone());
         }

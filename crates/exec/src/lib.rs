@@ -11,14 +11,13 @@ mod parked;
 mod persistence;
 pub mod router;
 pub(crate) mod session_table;
-pub use codemcp_snippet::{call_sites, cpython_tables, facts, imports, preflight, syntax};
-pub use codemcp_store as store;
 pub mod worker;
 
 pub use self::executor::{Executor, RunChecks, Unparked};
 pub use self::parked::{Parked, ParkedCall};
 pub use self::persistence::Persistence;
-pub use self::store::{Snapshot, SnapshotKind};
+// What a run's state is saved as: part of `Execution`, so of this crate's interface.
+pub use codemcp_store::{Snapshot, SnapshotKind};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -223,7 +222,7 @@ impl Run {
 
     /// Which of the code's calls want a future: what engines need to know
     /// of it, read once per run (not at all without `await` or `asyncio`).
-    pub async fn calls(&self) -> Arc<call_sites::SnippetCalls> {
+    pub async fn calls(&self) -> Arc<codemcp_snippet::call_sites::SnippetCalls> {
         self.analysis.calls(&self.code).await
     }
 
@@ -341,8 +340,8 @@ impl RunError {
     }
 }
 
-impl From<preflight::Rejection> for RunError {
-    fn from(rejection: preflight::Rejection) -> Self {
+impl From<codemcp_snippet::preflight::Rejection> for RunError {
+    fn from(rejection: codemcp_snippet::preflight::Rejection) -> Self {
         RunError::new(ErrorKind::Preflight, rejection.exc_type, rejection.message)
             .with_hint(rejection.hint)
     }

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::helpers::Prelude;
-use super::store::{Handle, Lease, Owner, SessionStore, StoreError, Stored};
 use super::{
     ErrorKind, Execution, Parked, Run, RunError, Saved, SessionId, Snapshot, SnapshotKind,
 };
+use codemcp_store::{Handle, Lease, Owner, SessionStore, StoreError, Stored};
 
 /// What this gateway knows about a session it ran.
 struct Local {

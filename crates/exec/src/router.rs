@@ -15,13 +15,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::imports::{ImportVerdict, classify_import};
-use super::syntax;
 use super::worker::WorkerEngine;
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, Saved, SessionId, Snapshot,
     SnapshotKind, ToolHost,
 };
+use codemcp_snippet::imports::{ImportVerdict, classify_import};
+use codemcp_snippet::syntax;
 
 mod carry;
 use carry::{Carried, cpython_export_snippet, export_snippet, holdable_values, monty_load_snippet};
@@ -496,7 +496,7 @@ mod tests {
     use serde_json::json;
 
     fn unsupported(code: &str) -> Option<String> {
-        unsupported_import(&crate::facts::Facts::of(code).outline.imports)
+        unsupported_import(&codemcp_snippet::facts::Facts::of(code).outline.imports)
     }
 
     #[test]
@@ -539,8 +539,12 @@ mod tests {
     #[test]
     fn a_redefined_function_is_carried_once_in_its_latest_form() {
         let mut carried = Carried::default();
-        carried.add(&crate::facts::Facts::of("import json\ndef f():\n    return 1").outline);
-        carried.add(&crate::facts::Facts::of("import json\ndef f():\n    return 2\nx = 3").outline);
+        carried
+            .add(&codemcp_snippet::facts::Facts::of("import json\ndef f():\n    return 1").outline);
+        carried.add(
+            &codemcp_snippet::facts::Facts::of("import json\ndef f():\n    return 2\nx = 3")
+                .outline,
+        );
         assert_eq!(
             carried.prelude().as_deref(),
             Some("import json\ndef f():\n    return 2")

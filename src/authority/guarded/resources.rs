@@ -11,11 +11,11 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{Authority, Call, CallContext};
-use crate::exec::ToolFailure;
-use crate::policy::Decision;
-use crate::sdk::ResourceCall;
 use crate::upstream::resources::{ResourceError, list_everywhere};
 use crate::upstream::{Catalog, UpstreamError};
+use codemcp_exec::ToolFailure;
+use codemcp_sdk::ResourceCall;
+use codemcp_sdk::policy::Decision;
 
 /// Who a call goes through, shared by every server's part of it.
 #[derive(Clone)]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::policy::Rules;
+use codemcp_sdk::policy::Rules;
 
 /// One server entry: its `"policy"` as [`Rules`], everything else as a `Value`.
 pub(super) struct Entry {

@@ -633,7 +633,7 @@ fn a_directory_fifo_or_huge_file_is_refused_unread() {
 
 #[test]
 fn a_policy_is_read_in_both_formats() {
-    use crate::policy::Decision;
+    use codemcp_sdk::policy::Decision;
     let common = only_server(
         r#"{"mcpServers": {"fs": {"command": "x", "policy": {"write_*": "ask", "delete": "deny"}}}}"#,
     );

@@ -4,7 +4,7 @@ use super::*;
 
 fn sdk() -> Sdk {
     let schema = serde_json::json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]});
-    Sdk::build(&[crate::tooldef::ToolDef::with_schema(
+    Sdk::build(&[codemcp_sdk::tooldef::ToolDef::with_schema(
         "shop", "lookup", schema,
     )])
 }

@@ -5,9 +5,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::exec::store::{SealKey, StoreSpec};
 use codemcp_snippet::Facts;
 use codemcp_snippet::facts::parses;
+use codemcp_store::{SealKey, StoreSpec};
 
 /// A caller with no upstream tools: `save_helper` needs none.
 struct NoTools(Arc<Sdk>);

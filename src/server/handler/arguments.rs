@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::exec::{ErrorKind, RunError, RunRequest};
+use codemcp_exec::{ErrorKind, RunError, RunRequest};
 
 /// The arguments of `execute_python`; the input schema is derived from it.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]

@@ -19,9 +19,9 @@ use super::{AskRoute, Caller, Gateway, progress_observer, tool_result};
 use crate::authority::guarded::{Asker, CallContext, RunEvent, approval_question};
 use crate::authority::identity::Identity;
 use crate::authority::pending::Waiting;
-use crate::exec::store::Owner;
-use crate::exec::{Execution, ParkedCall, RunControl};
 use crate::helpers::Snippet;
+use codemcp_exec::{Execution, ParkedCall, RunControl};
+use codemcp_store::Owner;
 
 impl Gateway {
     /// A call that stands alone (2026-07-28, or HTTP without a session) or
@@ -131,7 +131,7 @@ impl Gateway {
                 args,
                 state: Some(state),
             }) => {
-                crate::metrics::approval_asked(); // parked: asked in the result
+                codemcp_base::metrics::approval_asked(); // parked: asked in the result
                 RunEvent::Parked {
                     state: format!("{PARKED}{state}"),
                     question: approval_question(server, tool, args),
@@ -196,7 +196,7 @@ impl Gateway {
             *call_context.answered.lock() =
                 Some((parked.server.clone(), parked.tool.clone(), reply));
             // One store budget for the helpers' read and the run's session.
-            crate::exec::store::one_call(async move {
+            codemcp_store::one_call(async move {
                 let parked = &unparked.parked;
                 let snippet = Snippet::Resumed {
                     code: &parked.code,

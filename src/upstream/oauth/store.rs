@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::OAuthError;
-use crate::secure_file;
+use codemcp_base::secure_file;
 
 /// A token file is a login: read only when it is a regular file of yours
 /// that nobody else could have written (codemcp never makes it a symlink).

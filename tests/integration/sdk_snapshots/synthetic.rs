@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use codemcp::tooldef::ToolDef;
+use codemcp_sdk::tooldef::ToolDef;
 use serde_json::json;
 
 /// `(name, what its tools act on, what the server says it is for)`.

@@ -7,8 +7,8 @@
 
 use monty_types::{ExcType, MontyException};
 
-use crate::cpython_tables::{BUILTINS, MODULE_ATTRS, TYPE_ATTRS};
-pub use crate::imports::{ImportVerdict, classify_import};
+use codemcp_snippet::cpython_tables::{BUILTINS, MODULE_ATTRS, TYPE_ATTRS};
+pub use codemcp_snippet::imports::{ImportVerdict, classify_import};
 
 /// What a failure means for the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,7 +298,7 @@ fn feature_from_message(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpython_tables::STDLIB_MODULES;
+    use codemcp_snippet::cpython_tables::STDLIB_MODULES;
 
     fn exc(t: ExcType, msg: &str) -> MontyException {
         MontyException::new(t, Some(msg.into()))

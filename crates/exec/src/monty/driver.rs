@@ -24,9 +24,9 @@ use super::host::{SuspensionHost, ToolFailures, exception};
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::{Captured, OutputCapture};
 use super::snapshot;
-use crate::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 use crate::sdk::Sdk;
 use crate::{ParkedCall, ToolCallObserver, ToolHost};
+use codemcp_snippet::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 
 mod calls;
 

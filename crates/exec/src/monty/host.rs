@@ -441,7 +441,7 @@ fn bind(
         .map_err(|e| exception(ExcType::TypeError, e.to_string()))?;
     // What the pre-flight check refuses unhandled is raised here, before
     // the server, where the code handles it.
-    match crate::preflight::argument_problem(function, &bound) {
+    match codemcp_snippet::preflight::argument_problem(function, &bound) {
         Some(problem) => Err(exception(ExcType::TypeError, problem)),
         None => Ok(bound),
     }

@@ -16,12 +16,12 @@ use super::driver::{Ending, Finished, Job, RunLimits};
 use super::memory::SessionSlot;
 use super::runaway::{Overrun, RunWatch, Runaways};
 use super::supervisor::{Supervisor, ThreadResult};
-use crate::call_sites::SessionCalls;
 use crate::session_table::SessionTable;
 use crate::threads::{self, INTERPRETER_THREADS};
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
+use codemcp_snippet::call_sites::SessionCalls;
 
 use super::shared::*;
 use super::{ENGINE_NAME, MAX_FROZEN_THREADS, driver, memory, pool, runaway, snapshot};
@@ -171,7 +171,7 @@ impl MontyEngine {
     ) -> ThreadResult {
         let deadline = run.deadline;
         let restored = run.to_restore(guard.version);
-        let resume_parked = restored.is_some_and(|s| s.kind == crate::SnapshotKind::Parked);
+        let resume_parked = restored.is_some_and(|s| s.kind == codemcp_store::SnapshotKind::Parked);
         let restore = restored.map(|s| Arc::new(s.payload.clone()));
         let repl = match (&restore, guard.repl.take()) {
             (None, Some(repl)) => repl,

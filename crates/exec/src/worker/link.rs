@@ -318,7 +318,7 @@ async fn call_tool(context: &RunContext, params: CallToolParams) -> Result<Value
     let args = function
         .bind_args(params.args, keywords)
         .map_err(|e| bad(e.to_string()))?;
-    if let Some(problem) = crate::preflight::argument_problem(function, &args) {
+    if let Some(problem) = codemcp_snippet::preflight::argument_problem(function, &args) {
         return Err(bad(problem)); // as the Monty engine raises it
     }
     let done = count_call(context)?;

@@ -33,11 +33,11 @@ use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::{Captured, OutputCapture};
 use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::call_sites::{RunCalls, SessionCalls};
 use crate::session_table::SessionTable;
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
+use codemcp_snippet::call_sites::{RunCalls, SessionCalls};
 
 pub const ENGINE_NAME: &str = "monty-pool";
 
@@ -196,7 +196,7 @@ impl PoolEngine {
             }
         };
         let restored = run.to_restore(guard.version);
-        let resume_parked = restored.is_some_and(|s| s.kind == crate::SnapshotKind::Parked);
+        let resume_parked = restored.is_some_and(|s| s.kind == codemcp_store::SnapshotKind::Parked);
         let restore = restored.map(|s| s.payload.clone());
         let mut parked_at = None;
         if guard.checkout.is_none() || restore.is_some() {
