@@ -94,7 +94,7 @@ impl Executor {
             snippet,
         } = assembly;
         let checked = self.check(request);
-        crate::timing::since("limits checked", Some(started));
+        codemcp_base::timing::since("limits checked", Some(started));
         let mut execution = match checked {
             Ok(run) => match self.preflight(session.as_deref(), &run, &tools).await {
                 Ok(facts) => {
@@ -141,7 +141,7 @@ impl Executor {
             execution.engine = self.engine.name();
         }
         execution.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        crate::metrics::run_finished(
+        codemcp_base::metrics::run_finished(
             execution.engine,
             execution.outcome_label(),
             started.elapsed(),

@@ -27,12 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::sdk::Sdk;
-
-// The ground floor and the SDK under the names the gateway gives them
-// (`crate::timing`, `crate::sdk`…), so code moved here reads as it did.
-use codemcp_base::{metrics, process, secret, threads, timing};
-use codemcp_sdk as sdk;
+use codemcp_sdk::Sdk;
 
 /// One `execute_python` call.
 #[derive(Debug, Clone)]
@@ -434,7 +429,7 @@ pub trait ToolHost: Send + Sync + 'static {
     fn resource_call(
         &self,
         engine: &'static str,
-        call: crate::sdk::ResourceCall,
+        call: codemcp_sdk::ResourceCall,
     ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
         let _ = engine;
         let message = format!(

@@ -139,9 +139,9 @@ impl Router {
     ) -> Execution {
         // The run's one analysis (usually the pre-flight check's) has the
         // outline: what escalates, and what must not run on Monty at all.
-        let started = crate::timing::start();
+        let started = codemcp_base::timing::start();
         let facts = run.facts().await;
-        crate::timing::since("outline", started);
+        codemcp_base::timing::since("outline", started);
         let outline = &facts.outline;
         if let Some(fallback) = &self.fallback
             && self.escalated().contains(&session)
@@ -277,7 +277,7 @@ impl Router {
         reason: String,
     ) -> Execution {
         tracing::info!(target: "codemcp::exec", %reason, "escalating to CPython");
-        crate::metrics::escalated();
+        codemcp_base::metrics::escalated();
         self.escalated().insert(session);
         let mut carried = self.carried().remove(&session).unwrap_or_default();
         let mut globals = self

@@ -24,8 +24,8 @@ use super::host::{SuspensionHost, ToolFailures, exception};
 use super::memory::{MemoryScope, SessionSlot};
 use super::output::{Captured, OutputCapture};
 use super::snapshot;
-use crate::sdk::Sdk;
 use crate::{ParkedCall, ToolCallObserver, ToolHost};
+use codemcp_sdk::Sdk;
 use codemcp_snippet::call_sites::{RunCalls, SessionCalls, SnippetCalls};
 
 mod calls;
@@ -249,7 +249,7 @@ impl Driver {
         let remaining = self.remaining();
         repl.tracker_mut().set_max_feed_duration(remaining);
         repl.tracker_mut().set_max_turn_duration(remaining);
-        let started = crate::timing::start();
+        let started = codemcp_base::timing::start();
         let first = {
             let _scope = MemoryScope::enter(self.slot);
             repl.feed_start(
@@ -258,7 +258,7 @@ impl Driver {
                 PrintWriter::Callback(&mut self.out),
             )
         };
-        crate::timing::since("monty fed", started);
+        codemcp_base::timing::since("monty fed", started);
         self.drive(first)
     }
 

@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 use super::classify::{ImportVerdict, Verdict, classify_import, classify_missing_name};
 use super::convert::{NotJson, json_of, to_monty};
 use crate::helpers::HELPER_FUNCTIONS;
-use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
-use crate::sdk::{ResourceCall, Sdk};
 use crate::{ToolFailure, ToolHost};
+use codemcp_sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
+use codemcp_sdk::{ResourceCall, Sdk};
 
 /// Names every engine provides besides the tools.
 const SEARCH_TOOLS: &str = "search_tools";
@@ -209,9 +209,9 @@ impl SuspensionHost {
                 None => CallDecision::Reply(ExtFunctionResult::NotFound(name.to_owned())),
             };
         };
-        let started = crate::timing::start();
+        let started = codemcp_base::timing::start();
         let bound = bind(name, function, args);
-        crate::timing::since("arguments bound", started);
+        codemcp_base::timing::since("arguments bound", started);
         let args = match bound {
             Ok(args) => args,
             Err(exc) => return CallDecision::Reply(ExtFunctionResult::Error(exc)),
@@ -432,7 +432,7 @@ fn json_args(
 /// Maps the call's Python arguments onto the tool's JSON arguments.
 fn bind(
     name: &str,
-    function: &crate::sdk::SdkFunction,
+    function: &codemcp_sdk::SdkFunction,
     args: &CallArgs,
 ) -> Result<Map<String, Value>, MontyException> {
     let (positional, keywords) = json_args(name, args)?;
@@ -453,7 +453,7 @@ pub fn tool_reply(
     unwrap: bool,
     failures: &ToolFailures,
 ) -> Result<MontyObject, MontyException> {
-    let started = crate::timing::start();
+    let started = codemcp_base::timing::start();
     let reply = match result {
         Ok(value) => Ok(to_monty(&if unwrap {
             crate::unwrap_result(value)
@@ -466,7 +466,7 @@ pub fn tool_reply(
             Err(exception(ExcType::RuntimeError, failure.message))
         }
     };
-    crate::timing::since("tool reply", started);
+    codemcp_base::timing::since("tool reply", started);
     reply
 }
 

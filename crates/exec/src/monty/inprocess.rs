@@ -17,10 +17,10 @@ use super::memory::SessionSlot;
 use super::runaway::{Overrun, RunWatch, Runaways};
 use super::supervisor::{Supervisor, ThreadResult};
 use crate::session_table::SessionTable;
-use crate::threads::{self, INTERPRETER_THREADS};
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
+use codemcp_base::threads::{self, INTERPRETER_THREADS};
 use codemcp_snippet::call_sites::SessionCalls;
 
 use super::shared::*;
@@ -208,20 +208,20 @@ impl MontyEngine {
         let watch = Arc::new(RunWatch::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread_watch = watch.clone();
-        let handed = crate::timing::start();
+        let handed = codemcp_base::timing::start();
         let spawned = INTERPRETER_THREADS.run(Box::new(move || {
-            crate::timing::since("engine started", handed);
+            codemcp_base::timing::since("engine started", handed);
             let outcome = if thread_watch.begin() {
-                let started = crate::timing::start();
+                let started = codemcp_base::timing::start();
                 let outcome = catch_unwind(AssertUnwindSafe(|| driver::run(job)));
-                crate::timing::since("driver done", started);
+                codemcp_base::timing::since("driver done", started);
                 outcome
             } else {
                 Err(Box::new("the run was given up before it began")
                     as Box<dyn std::any::Any + Send>)
             };
             if thread_watch.finish() {
-                crate::timing::RUN_FINISHED.set();
+                codemcp_base::timing::RUN_FINISHED.set();
                 let _ = tx.send(outcome.map_err(|panic| panic_message(&panic)));
             } else {
                 runaway::leave_abandoned_run(&thread_watch, slot, outcome);
@@ -252,7 +252,7 @@ impl MontyEngine {
                 .unwrap_or_else(|_| ThreadResult::Panicked("the interpreter thread vanished".into())),
             () = cancel.cancelled() => ThreadResult::Cancelled,
         };
-        crate::timing::RUN_FINISHED.log_since("engine finished");
+        codemcp_base::timing::RUN_FINISHED.log_since("engine finished");
         result
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::syntax;
+use codemcp_snippet::syntax;
 
 /// A Monty session's state as CPython can take it over.
 #[derive(Default)]

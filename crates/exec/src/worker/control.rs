@@ -187,7 +187,7 @@ where
         // Compare with every token, in constant time each.
         let key = waiting
             .keys()
-            .find(|t| crate::secret::constant_time_eq(t.as_bytes(), presented.as_bytes()))
+            .find(|t| codemcp_base::secret::constant_time_eq(t.as_bytes(), presented.as_bytes()))
             .cloned();
         key.and_then(|k| waiting.remove(&k))
     };

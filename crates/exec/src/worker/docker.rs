@@ -392,13 +392,13 @@ struct Container {
     docker: Docker,
     id: String,
     live: Arc<Mutex<HashSet<String>>>,
-    _counted: crate::metrics::Held,
+    _counted: codemcp_base::metrics::Held,
 }
 
 impl Container {
     fn new(docker: Docker, id: String, live: Arc<Mutex<HashSet<String>>>) -> Self {
         live.lock().insert(id.clone());
-        let _counted = crate::metrics::container();
+        let _counted = codemcp_base::metrics::container();
         Self {
             docker,
             id,

@@ -21,9 +21,9 @@ use super::protocol::{
     BAD_ARGUMENTS, CallToolParams, DescribeToolParams, Frame, METHOD_NOT_FOUND, ResourceCallParams,
     RpcError, SearchToolsParams, TOOL_FAILED,
 };
-use crate::sdk::Sdk;
-use crate::sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 use crate::{ToolCallObserver, ToolFailure, ToolHost};
+use codemcp_sdk::Sdk;
+use codemcp_sdk::resources::FUNCTIONS as RESOURCE_FUNCTIONS;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
 

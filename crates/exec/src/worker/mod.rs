@@ -41,7 +41,7 @@ use futures::future::BoxFuture;
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost,
 };
-use crate::sdk::Sdk;
+use codemcp_sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
 /// The CPython version whose semantics Monty follows: the worker image runs

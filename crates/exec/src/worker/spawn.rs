@@ -126,7 +126,7 @@ impl Spawner for HostSpawner {
             if let Some(home) = std::env::var_os("HOME") {
                 command.env("HOME", home);
             }
-            crate::process::die_with_parent(&mut command);
+            codemcp_base::process::die_with_parent(&mut command);
             let child = command
                 .spawn()
                 .map_err(|e| WorkerError::Start(format!("{}: {e}", self.python.display())))?;

@@ -65,14 +65,14 @@ impl Driver {
             let _scope = MemoryScope::enter(self.slot);
             return call.resume_pending(PrintWriter::Callback(&mut self.out));
         }
-        let waiting = crate::timing::start();
+        let waiting = codemcp_base::timing::start();
         let waited = self.wait_for(call_id);
-        crate::timing::since("tool call waited", waiting);
+        codemcp_base::timing::since("tool call waited", waiting);
         match waited {
             Ok(reply) => {
-                let started = crate::timing::start();
+                let started = codemcp_base::timing::start();
                 let step = self.resume_call(call, ext_result(reply));
-                crate::timing::since("monty resumed", started);
+                codemcp_base::timing::since("monty resumed", started);
                 step
             }
             Err(stop) => self.stop(ReplProgress::FunctionCall(call), stop),

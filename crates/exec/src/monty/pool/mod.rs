@@ -90,7 +90,7 @@ struct PoolSession {
     version: Option<u64>,
     /// The snippets the checkout ran, for deciding which calls get futures.
     calls: Arc<parking_lot::Mutex<SessionCalls>>,
-    _counted: crate::metrics::Held,
+    _counted: codemcp_base::metrics::Held,
 }
 
 impl Drop for PoolSession {
@@ -179,7 +179,7 @@ impl PoolEngine {
             checkout: None,
             version: None,
             calls: Arc::default(),
-            _counted: crate::metrics::pool_worker(),
+            _counted: codemcp_base::metrics::pool_worker(),
         };
         let state = match self.sessions.get_or_wait(session, fresh, deadline).await {
             Ok(state) => state,

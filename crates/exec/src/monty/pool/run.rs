@@ -34,7 +34,7 @@ enum Stop {
 impl PoolRun {
     pub(super) fn new(
         limits: &MontyLimits,
-        sdk: Arc<crate::sdk::Sdk>,
+        sdk: Arc<codemcp_sdk::Sdk>,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
         deadline: Instant,

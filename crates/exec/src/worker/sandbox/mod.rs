@@ -232,7 +232,7 @@ impl SandboxSpawner {
         unsafe {
             command.pre_exec(move || setup.run());
         }
-        crate::process::die_with_parent(&mut command);
+        codemcp_base::process::die_with_parent(&mut command);
         let child = command
             .spawn()
             .map_err(|e| failed(&self.config.bwrap.display().to_string(), e))?;
@@ -246,7 +246,7 @@ impl SandboxSpawner {
         Ok(Jailed {
             child,
             _cgroup: cgroup,
-            _counted: crate::metrics::container(),
+            _counted: codemcp_base::metrics::container(),
         })
     }
 }
@@ -384,7 +384,7 @@ impl Spawner for SandboxSpawner {
 struct Jailed {
     child: Child,
     _cgroup: Option<limits::Cgroup>,
-    _counted: crate::metrics::Held,
+    _counted: codemcp_base::metrics::Held,
 }
 
 impl Launched for Jailed {
