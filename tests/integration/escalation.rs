@@ -141,11 +141,13 @@ async fn imports_monty_lacks_escalate_before_anything_runs() {
 
 #[tokio::test]
 async fn without_a_fallback_the_error_says_how_to_enable_one() {
-    // `auto` means Docker when an engine answers: point it at none.
+    // `auto` means Docker when an engine answers, else the bubblewrap
+    // sandbox when one works: point it at neither.
     for fallback in ["none", "auto"] {
         let env = [
             ("CODEMCP_FALLBACK", fallback),
             ("DOCKER_HOST", "unix:///nonexistent/docker.sock"),
+            ("CODEMCP_BWRAP", "/nonexistent/bwrap"),
         ];
         let client = Setup::new(json!({})).stdio(&env).await;
         let ran = client.exec("import statistics").await;
