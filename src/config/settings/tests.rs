@@ -320,6 +320,8 @@ const VARIABLES: &[&str] = &[
     "CODEMCP_ISOLATION",
     "CODEMCP_FALLBACK",
     "CODEMCP_PYTHON",
+    "CODEMCP_BWRAP",
+    "CODEMCP_SANDBOX_ROOTFS",
     "CODEMCP_WORKER_IDLE_SECS",
     "CODEMCP_DOCKER_IMAGE",
     "CODEMCP_DOCKER_MEMORY",
@@ -424,11 +426,11 @@ fn choices_ignore_case() {
     assert_eq!(ok(&[("CODEMCP_OUTPUT", "JSON")]).output, OutputFormat::Json);
     assert_eq!(
         err(&[("CODEMCP_ISOLATION", "host")]),
-        r#"CODEMCP_ISOLATION="host": expected one of monty, docker, host_system"#
+        r#"CODEMCP_ISOLATION="host": expected one of monty, sandbox, docker, host_system"#
     );
     assert_eq!(
         err(&[("CODEMCP_FALLBACK", "always")]),
-        r#"CODEMCP_FALLBACK="always": expected one of auto, docker, host, none"#
+        r#"CODEMCP_FALLBACK="always": expected one of auto, sandbox, docker, host-unsandboxed (or host), none"#
     );
     assert_eq!(
         err(&[("CODEMCP_MONTY", "thread")]),
