@@ -519,15 +519,22 @@ fn without_an_engine_errors_name_the_fix() {
             && text.contains("codemcp setup docker"),
         "{text}"
     );
-    // auto falls back to no fallback, and the error says how to get one.
+    // auto, with neither Docker nor bubblewrap, falls back to no fallback,
+    // and the error says how to get one.
     let (ok, text) = exec_cli(
         &setup,
-        &[("DOCKER_HOST", &docker_host), ("CODEMCP_FALLBACK", "auto")],
+        &[
+            ("DOCKER_HOST", &docker_host),
+            ("CODEMCP_FALLBACK", "auto"),
+            ("CODEMCP_BWRAP", "/nonexistent/bwrap"),
+        ],
         "import statistics",
     );
     assert!(!ok, "{text}");
     assert!(text.contains("scripts/docker-engine.sh"), "{text}");
-    assert!(text.contains("CODEMCP_FALLBACK=host"), "{text}");
+    // The sandbox's fix too, and never the unsandboxed host as the way out.
+    assert!(text.contains("apt-get install bubblewrap"), "{text}");
+    assert!(!text.contains("CODEMCP_FALLBACK=host"), "{text}");
 }
 
 #[tokio::test]
