@@ -166,7 +166,7 @@ def gateway_run(codemcp: str, config: Path, state: Path, names: list[str], prefi
             if "complete" not in out and all(
                     re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in names):
                 out["complete"] = now
-            if "complete" in out and "Still starting" not in text:
+            if "complete" in out and not still_starting(rpc):
                 out["joined"] = now
                 break
             time.sleep(0.05)
@@ -175,6 +175,17 @@ def gateway_run(codemcp: str, config: Path, state: Path, names: list[str], prefi
         proc.kill()
         proc.wait()
     return out
+
+
+def still_starting(rpc) -> bool:
+    """Whether a server is still starting: the description no longer says (it is a pure
+    function of the catalog), but `search_tools` ends with one `<server>_*` hit per such
+    server, whatever the query."""
+    code = '[str(h) for h in search_tools("zqxjkv no such words", limit=1)]'
+    ran = rpc.request("tools/call", {"name": "execute_python", "arguments": {"code": code}})
+    result = ran.get("result", {})
+    text = "".join(c.get("text", "") for c in result.get("content", []))
+    return bool(result.get("isError")) or "_*" in text
 
 
 def direct_run(entries: dict, prefix: list[str], work: Path) -> tuple[float, dict[str, float]]:

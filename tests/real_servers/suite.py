@@ -253,8 +253,16 @@ def names_every_server(text: str, names: list[str]) -> bool:
     return all(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) for n in names)
 
 
+async def still_starting(gw: Gateway) -> bool:
+    """Whether a server is still starting (connecting, or failing and retried). The
+    description no longer says (it is a pure function of the catalog); `search_tools`
+    ends with one `<server>_*` hit per such server, whatever the query."""
+    ran = await gw.run('[str(h) for h in search_tools("zqxjkv no such words", limit=1)]')
+    return ran["is_error"] or "_*" in ran["text"]
+
+
 async def wait_joined(gw: Gateway, names: list[str], started: float) -> dict[str, Any]:
-    """Until the description names no server as still starting (joined, or failing)."""
+    """Until no server is still starting (joined, or failing)."""
     out: dict[str, Any] = {}
     deadline = started + JOIN_TIMEOUT
     text = ""
@@ -263,7 +271,7 @@ async def wait_joined(gw: Gateway, names: list[str], started: float) -> dict[str
         now = round(time.monotonic() - started, 2)
         if "complete_s" not in out and names_every_server(text, names):
             out["complete_s"] = now
-        if "Still starting" not in text:
+        if not await still_starting(gw):
             out["joined_s"] = now
             break
         await asyncio.sleep(0.5)
