@@ -15,25 +15,28 @@ mod lazy;
 pub mod oauth;
 mod progress;
 mod reconfigure;
+mod reconnect;
 mod relist;
 mod remembered;
 pub mod resources;
 mod result;
 mod sdk_view;
+mod server;
 mod startup;
 
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, mpsc};
 
 use self::call::service_error_text;
-use self::connection::{Backoff, Client};
-use crate::config::{ServerConfig, SkippedServer, Start, UpstreamConfig};
+// The rooms beside this one name these as `super::…`.
+use self::reconnect::server_about;
+use self::server::{Conn, Live, Upstream, remember, replace_tools};
+use crate::config::{SkippedServer, UpstreamConfig};
 use codemcp_sdk::policy::{Decision, Overrides};
-use codemcp_sdk::tooldef::ToolDef;
 use codemcp_sdk::{Connecting, Sdk};
 
 pub use self::reconfigure::Reconfigured;
@@ -116,13 +119,6 @@ pub struct UpstreamLimits {
     pub description_budget: usize,
 }
 
-/// One connection as a call uses it.
-struct Live {
-    peer: rmcp::Peer<rmcp::RoleClient>,
-    liveness: Option<Arc<child::Liveness>>,
-    generation: u64,
-}
-
 /// What `codemcp check` and the logs report per server.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ServerStatus {
@@ -172,104 +168,6 @@ struct Inner {
     startup: startup::Startup,
     remembered: remembered::Remembered,
     lazy_idle: Duration,
-}
-
-struct Upstream {
-    config: ServerConfig,
-    conn: AsyncMutex<Conn>,
-    tools: RwLock<Vec<ToolDef>>,
-    /// What the server says it is for, from its last handshake (see [`server_about`]).
-    about: RwLock<Option<String>>,
-    status: RwLock<ServerStatus>,
-    /// When it joined the catalog (at launch, or by a reload).
-    since: Instant,
-    /// When a call last used it (or it connected): for `"start": "lazy"`.
-    last_used: parking_lot::Mutex<Instant>,
-    /// Calls under way on it.
-    calls: std::sync::atomic::AtomicUsize,
-}
-
-impl Upstream {
-    /// A server not connected yet, its first attempt to come.
-    fn new(config: &ServerConfig) -> Self {
-        let status = ServerStatus {
-            name: config.name.clone(),
-            connected: false,
-            connecting: true,
-            tools: 0,
-            handshake_ms: None,
-            error: None,
-            retrying: false,
-            remembered: false,
-        };
-        Self {
-            config: config.clone(),
-            conn: AsyncMutex::new(Conn {
-                client: None,
-                generation: 0,
-                backoff: Backoff::new(),
-                last_error: String::new(),
-            }),
-            tools: RwLock::new(Vec::new()),
-            about: RwLock::new(None),
-            status: RwLock::new(status),
-            since: Instant::now(),
-            last_used: parking_lot::Mutex::new(Instant::now()),
-            calls: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
-    fn touch(&self) {
-        *self.last_used.lock() = Instant::now();
-    }
-
-    /// Whether its first join is still to come (connecting or retried).
-    fn starting(&self) -> bool {
-        let status = read(&self.status);
-        !status.connected && (status.connecting || status.retrying)
-    }
-
-    /// What a call to it is told while it is starting.
-    fn still_starting(&self, failed: Option<String>) -> UpstreamError {
-        let last = failed.or_else(|| read(&self.status).error.clone());
-        let reason = match last {
-            Some(e) => format!(
-                "its last attempt failed ({e}); it is retried in the background, try again shortly"
-            ),
-            None => format!(
-                "connecting for {} s; try again shortly",
-                self.since.elapsed().as_secs()
-            ),
-        };
-        UpstreamError::Starting {
-            server: self.config.name.clone(),
-            reason,
-        }
-    }
-
-    /// Counts a call under way until the guard is dropped.
-    fn in_use(&self) -> lazy::InUse<'_> {
-        lazy::InUse::new(&self.calls)
-    }
-}
-
-struct Conn {
-    client: Option<Client>,
-    /// Counts connections, so a failure is only pinned on the one it happened to.
-    generation: u64,
-    backoff: Backoff,
-    last_error: String,
-}
-
-impl Conn {
-    fn live(&self) -> Option<Live> {
-        let client = self.client.as_ref().filter(|c| c.is_alive())?;
-        Some(Live {
-            peer: client.peer().clone(),
-            liveness: client.liveness(),
-            generation: self.generation,
-        })
-    }
 }
 
 impl Catalog {
@@ -404,118 +302,6 @@ impl Inner {
         read(&self.upstreams).values().cloned().collect()
     }
 
-    /// A live connection to `upstream`, reconnecting a dead one if its backoff allows.
-    async fn peer(&self, upstream: &Upstream) -> Result<Live, UpstreamError> {
-        let name = &upstream.config.name;
-        {
-            let conn = upstream.conn.lock().await;
-            if let Some(live) = conn.live() {
-                return Ok(live);
-            }
-            let wait = conn.backoff.wait_left();
-            if !wait.is_zero() {
-                return Err(UpstreamError::Down {
-                    server: name.clone(),
-                    reason: conn.last_error.clone(),
-                    retry_in: wait.as_secs_f64(),
-                });
-            }
-        }
-        tracing::info!(target: "codemcp::upstream", server = %name, "reconnecting upstream");
-        let was_starting = upstream.starting();
-        if let Some(changed) = self.reconnect(upstream).await
-            && (changed || was_starting)
-        {
-            // Clients are told only when the description changed: a server
-            // that joins as it was remembered changes calls, not the text.
-            self.rebuild_sdk(changed);
-        }
-        let conn = upstream.conn.lock().await;
-        conn.live().ok_or_else(|| UpstreamError::Down {
-            server: name.clone(),
-            reason: conn.last_error.clone(),
-            retry_in: conn.backoff.delay().as_secs_f64(),
-        })
-    }
-
-    /// (Re)connects and lists tools. `None` when it failed; else whether
-    /// what the description shows of it (its tools, what it is for) changed.
-    async fn reconnect(&self, upstream: &Upstream) -> Option<bool> {
-        let name = upstream.config.name.clone();
-        let mut conn = upstream.conn.lock().await;
-        if conn.live().is_some() {
-            // Another caller connected it while this one waited for the lock.
-            return Some(false);
-        }
-        if let Some(old) = conn.client.take() {
-            drop(old);
-        }
-        conn.generation += 1;
-        let started = Instant::now();
-        let patience = conn.backoff.patience(upstream.config.handshake_timeout);
-        let connected = connect_and_list(upstream, self, patience).await;
-        let handshake_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let old = read(&upstream.status).clone();
-        let mut status = ServerStatus {
-            name: name.clone(),
-            connected: false,
-            connecting: false,
-            tools: old.tools,
-            handshake_ms: Some(handshake_ms),
-            error: None,
-            retrying: old.retrying,
-            remembered: old.remembered,
-        };
-        let changed = match connected {
-            Ok((client, raw)) => {
-                tracing::info!(target: "codemcp::upstream", server = %name, tools = raw.len(), handshake_ms, "upstream connected");
-                let known = remembered::Known {
-                    tools: raw,
-                    about: server_about(client.peer()),
-                };
-                let version = connection::server_version(&client);
-                self.remembered.save(&upstream.config, &version, &known);
-                let about_changed = *read(&upstream.about) != known.about;
-                *write(&upstream.about) = known.about;
-                let tools: Vec<ToolDef> = known
-                    .tools
-                    .into_iter()
-                    .map(|t| ToolDef::from_mcp(&name, t))
-                    .collect();
-                conn.client = Some(client);
-                conn.backoff.attempted(true);
-                upstream.touch();
-                status.connected = true;
-                status.retrying = false;
-                status.remembered = false;
-                status.tools = tools.len();
-                Some(replace_tools(upstream, tools, self.policy_default) | about_changed)
-            }
-            Err(e) => {
-                tracing::warn!(target: "codemcp::upstream", server = %name, error = %e, "upstream unavailable");
-                conn.backoff.attempted(false);
-                conn.last_error = e.to_string();
-                status.error = Some(e.to_string());
-                None
-            }
-        };
-        *write(&upstream.status) = status;
-        changed
-    }
-
-    /// Drops the connection `generation` (unless a newer one replaced it already).
-    async fn mark_down(&self, upstream: &Upstream, generation: u64, reason: &str) {
-        let mut conn = upstream.conn.lock().await;
-        if conn.generation != generation {
-            return;
-        }
-        conn.client = None;
-        conn.last_error = reason.to_owned();
-        let mut status = write(&upstream.status);
-        status.connected = false;
-        status.error = Some(reason.to_owned());
-    }
-
     /// The servers whose first join is still to come.
     fn connecting(&self) -> Vec<Connecting> {
         self.all()
@@ -544,90 +330,6 @@ impl Inner {
     fn announce(&self) {
         let _ = self.changed.send(());
     }
-}
-
-/// What a server says it is for: its `serverInfo.description`, else its `instructions`
-/// (the description only names the first sentence).
-fn server_about(peer: &rmcp::Peer<rmcp::RoleClient>) -> Option<String> {
-    let info = peer.peer_info()?;
-    [
-        info.server_info
-            .as_ref()
-            .and_then(|s| s.description.as_deref()),
-        info.instructions.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|text| !text.trim().is_empty())
-    .map(str::to_owned)
-}
-
-/// Stores a server's tools with their policies; returns whether they changed.
-fn replace_tools(upstream: &Upstream, mut tools: Vec<ToolDef>, default: Decision) -> bool {
-    let rules = &upstream.config.policy;
-    for tool in &mut tools {
-        tool.policy = codemcp_sdk::policy::effective(
-            rules,
-            &tool.name,
-            tool.read_only,
-            tool.destructive,
-            default,
-        );
-    }
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for pattern in rules.unmatched(&names) {
-        tracing::warn!(target: "codemcp::config", server = %upstream.config.name, %pattern, "a policy rule matches no tool of this server");
-    }
-    let mut current = write(&upstream.tools);
-    let changed = *current != tools;
-    *current = tools;
-    changed
-}
-
-/// Connects and lists its tools, the listing bounded by the server's
-/// timeout too (a server may finish its handshake and never list).
-async fn connect_and_list(
-    upstream: &Upstream,
-    inner: &Inner,
-    timeout: Duration,
-) -> Result<(Client, Vec<rmcp::model::Tool>), UpstreamError> {
-    let mut patient = upstream.config.clone();
-    patient.handshake_timeout = timeout;
-    let config = &patient;
-    let client = connection::connect(config, inner.changes_tx.clone(), inner.max_message).await?;
-    match tokio::time::timeout(timeout, connection::list_raw(&client, &config.name)).await {
-        Ok(Ok(tools)) => Ok((client, tools)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => {
-            let message = format!("no tools/list answer within {} s", timeout.as_secs_f64());
-            tracing::warn!(target: "codemcp::upstream", server = %config.name, reason = %message, "upstream never listed its tools");
-            Err(UpstreamError::List {
-                server: config.name.clone(),
-                message,
-            })
-        }
-    }
-}
-
-/// Gives a new server its remembered tools and purpose, if any, unconfirmed.
-fn remember(upstream: &Upstream, remembered: &remembered::Remembered, default: Decision) {
-    let Some(known) = remembered.load(&upstream.config) else {
-        return;
-    };
-    let name = &upstream.config.name;
-    *write(&upstream.about) = known.about;
-    let tools: Vec<ToolDef> = known
-        .tools
-        .into_iter()
-        .map(|t| ToolDef::from_mcp(name, t))
-        .collect();
-    let mut status = write(&upstream.status);
-    status.remembered = true;
-    status.tools = tools.len();
-    // A lazy server waits for its first call.
-    status.connecting = upstream.config.start != Start::Lazy;
-    drop(status);
-    replace_tools(upstream, tools, default);
 }
 
 // Poisoning only means another thread panicked mid-update of plain data; the
