@@ -2,25 +2,24 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-
 use crate::{Execution, Run, RunControl, SessionId, ToolHost};
 
 /// Runs snippets for MCP sessions. Every engine keeps the same calling contract
 /// and limits; they differ in where the code runs. Engines get only runs that
 /// passed [`Executor`](crate::Executor)'s checks.
+#[async_trait::async_trait]
 pub trait Engine: Send + Sync + 'static {
     /// The name results carry in `engine` (`monty`, `cpython`, `cpython-docker`).
     fn name(&self) -> &'static str;
     /// One line for `codemcp check` and logs.
     fn describe(&self) -> String;
-    fn run(
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution>;
+    ) -> Execution;
     /// Whether this engine holds `session`'s state at `version` now, so a
     /// run need not load it from the store.
     fn holds(&self, session: SessionId, version: u64) -> bool {
@@ -33,7 +32,5 @@ pub trait Engine: Send + Sync + 'static {
     fn expire_idle(&self);
     /// Stops what outlives a run (worker processes, containers) before the
     /// gateway exits.
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
+    async fn shutdown(&self) {}
 }

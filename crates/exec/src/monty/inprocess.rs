@@ -6,8 +6,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::BoxFuture;
-
 use monty::MontyRepl;
 use monty_types::{CompileOptions, ExcType, MontyException, ResourceLimits, ResourceTracker};
 use tokio::sync::Mutex as AsyncMutex;
@@ -69,56 +67,6 @@ impl MontyEngine {
 
     pub fn limits(&self) -> &MontyLimits {
         &self.limits
-    }
-
-    /// Runs `run` in `session`'s interpreter state.
-    pub async fn run(
-        &self,
-        session: SessionId,
-        run: Run,
-        host: Arc<dyn ToolHost>,
-        control: RunControl,
-    ) -> Execution {
-        if let Some(reason) = self.retired() {
-            self.sessions.remove(session);
-            return match self.spare_pool().await {
-                Some(pool) => pool.run(session, run, host, control).await,
-                None => Execution {
-                    error: Some(retired_error(reason)),
-                    ..Execution::of(ENGINE_NAME)
-                },
-            };
-        }
-        let deadline = run.deadline;
-        let mut execution = Execution::of(ENGINE_NAME);
-        let state = match self.session(session, deadline).await {
-            Ok(state) => state,
-            Err(error) => {
-                execution.error = Some(error);
-                return execution;
-            }
-        };
-        // One run at a time per session: a second concurrent call waits its turn.
-        let guard = tokio::select! {
-            guard = state.lock_owned() => guard,
-            () = tokio::time::sleep_until(deadline.into()) => {
-                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError",
-                    "timed out waiting for this session's previous run to finish"));
-                return execution;
-            }
-            () = control.cancel.cancelled() => {
-                execution.error = Some(cancelled());
-                return execution;
-            }
-        };
-        let persist = run.persist;
-        let finished = self.run_on_thread(guard, run, host, control).await;
-        self.fill(&mut execution, finished);
-        if persist && execution.snapshot.is_none() && reset(&execution) {
-            // The state is fresh now, and so must the saved one be.
-            execution.snapshot = Some(Snapshot::fresh());
-        }
-        execution
     }
 
     pub fn session_count(&self) -> usize {
@@ -422,6 +370,7 @@ fn warm_up() {
     }
 }
 
+#[async_trait::async_trait]
 impl Engine for MontyEngine {
     fn name(&self) -> &'static str {
         ENGINE_NAME
@@ -448,14 +397,54 @@ impl Engine for MontyEngine {
         text
     }
 
-    fn run(
+    /// Runs `run` in `session`'s interpreter state.
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
-        tools: Arc<dyn ToolHost>,
+        host: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(MontyEngine::run(self, session, run, tools, control))
+    ) -> Execution {
+        if let Some(reason) = self.retired() {
+            self.sessions.remove(session);
+            return match self.spare_pool().await {
+                Some(pool) => pool.run(session, run, host, control).await,
+                None => Execution {
+                    error: Some(retired_error(reason)),
+                    ..Execution::of(ENGINE_NAME)
+                },
+            };
+        }
+        let deadline = run.deadline;
+        let mut execution = Execution::of(ENGINE_NAME);
+        let state = match self.session(session, deadline).await {
+            Ok(state) => state,
+            Err(error) => {
+                execution.error = Some(error);
+                return execution;
+            }
+        };
+        // One run at a time per session: a second concurrent call waits its turn.
+        let guard = tokio::select! {
+            guard = state.lock_owned() => guard,
+            () = tokio::time::sleep_until(deadline.into()) => {
+                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError",
+                    "timed out waiting for this session's previous run to finish"));
+                return execution;
+            }
+            () = control.cancel.cancelled() => {
+                execution.error = Some(cancelled());
+                return execution;
+            }
+        };
+        let persist = run.persist;
+        let finished = self.run_on_thread(guard, run, host, control).await;
+        self.fill(&mut execution, finished);
+        if persist && execution.snapshot.is_none() && reset(&execution) {
+            // The state is fresh now, and so must the saved one be.
+            execution.snapshot = Some(Snapshot::fresh());
+        }
+        execution
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {

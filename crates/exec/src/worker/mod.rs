@@ -36,7 +36,6 @@ use self::protocol::{FunctionInfo, RunParams, WorkerCatalog};
 use self::sandbox::{SandboxConfig, SandboxSpawner};
 use self::spawn::{Dial, HostSpawner, Launched, Reach, Spawner};
 use super::session_table::SessionTable;
-use futures::future::BoxFuture;
 
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost,
@@ -580,6 +579,7 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
+#[async_trait::async_trait]
 impl Engine for WorkerEngine {
     fn name(&self) -> &'static str {
         self.spawner.engine()
@@ -589,18 +589,16 @@ impl Engine for WorkerEngine {
         self.spawner.describe()
     }
 
-    fn run(
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(async move {
-            self.run_with_globals(session, run, tools, control, None)
-                .await
-                .execution
-        })
+    ) -> Execution {
+        self.run_with_globals(session, run, tools, control, None)
+            .await
+            .execution
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
@@ -619,11 +617,9 @@ impl Engine for WorkerEngine {
 
     /// Stops every worker and waits for it: a dropped worker's container is
     /// removed by a task that may never run once the runtime ends.
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.stopping.store(true, Ordering::Relaxed);
-            self.spawner.shutdown().await;
-        })
+    async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.spawner.shutdown().await;
     }
 }
 
