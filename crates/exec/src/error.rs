@@ -104,6 +104,15 @@ impl From<codemcp_snippet::preflight::Rejection> for RunError {
     }
 }
 
+/// The client cancelled the run.
+pub(crate) fn cancelled() -> RunError {
+    RunError::new(
+        ErrorKind::Cancelled,
+        "KeyboardInterrupt",
+        "the run was cancelled by the client",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

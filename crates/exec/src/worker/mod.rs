@@ -35,7 +35,7 @@ use self::outcome::Outcome;
 use self::protocol::{FunctionInfo, RunParams, WorkerCatalog};
 use self::sandbox::{SandboxConfig, SandboxSpawner};
 use self::spawn::{Dial, HostSpawner, Launched, Reach, Spawner};
-use super::session_table::SessionTable;
+use super::session_table::{SessionState, SessionTable};
 
 use super::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost,
@@ -119,6 +119,12 @@ struct WorkerSession {
     worker: Option<Worker>,
     /// The version of the state its worker holds (see `Run::version`).
     version: Option<u64>,
+}
+
+impl SessionState for WorkerSession {
+    fn held_version(&self) -> Option<u64> {
+        self.worker.as_ref().and(self.version)
+    }
 }
 
 pub struct WorkerEngine {
@@ -360,28 +366,16 @@ impl WorkerEngine {
         globals: Option<Map<String, Value>>,
     ) -> WorkerRun {
         let mut execution = Execution::of(self.spawner.engine());
-        let state = match self
+        // Waiting for the session does not watch for cancellation: a run
+        // cancelled meanwhile is stopped once it starts.
+        let checked_out = self
             .sessions
-            .get_or_wait(session, WorkerSession::default, run.deadline)
-            .await
-        {
-            Ok(state) => state,
-            Err(full) => {
-                execution.error = Some(RunError::new(
-                    ErrorKind::Limit,
-                    "RuntimeError",
-                    format!(
-                        "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
-                        full.0
-                    ),
-                ));
-                return WorkerRun::ran(execution);
-            }
-        };
-        let mut guard = tokio::select! {
-            guard = state.lock() => guard,
-            () = tokio::time::sleep_until(run.deadline.into()) => {
-                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError", "timed out waiting for this session's previous run to finish"));
+            .check_out(session, WorkerSession::default, run.deadline, None)
+            .await;
+        let mut guard = match checked_out {
+            Ok(guard) => guard,
+            Err(error) => {
+                execution.error = Some(error);
                 return WorkerRun::ran(execution);
             }
         };
@@ -602,9 +596,7 @@ impl Engine for WorkerEngine {
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
-        self.sessions.idle_state_is(session, |s| {
-            s.worker.is_some() && s.version == Some(version)
-        })
+        self.sessions.holds(session, version)
     }
 
     fn end_session(&self, session: SessionId) {

@@ -25,15 +25,14 @@ use monty_pool::{
 };
 use monty_types::{ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult};
 use serde_json::Value;
-use tokio::sync::Mutex as AsyncMutex;
 
 use super::classify::{Verdict, classify};
 use super::convert::to_json;
 use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::{Captured, OutputCapture};
-use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::session_table::SessionTable;
+use super::shared::{MontyLimits, OVERRUN_GRACE, record_ending};
+use crate::session_table::{SessionState, SessionTable};
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
@@ -91,6 +90,12 @@ struct PoolSession {
     /// The snippets the checkout ran, for deciding which calls get futures.
     calls: Arc<parking_lot::Mutex<SessionCalls>>,
     _counted: codemcp_base::metrics::Held,
+}
+
+impl SessionState for PoolSession {
+    fn held_version(&self) -> Option<u64> {
+        self.checkout.as_ref().and(self.version)
+    }
 }
 
 impl Drop for PoolSession {
@@ -234,19 +239,6 @@ fn limit_hint(exc: &MontyException, budget: usize) -> String {
     }
 }
 
-async fn lock_until<'a>(
-    state: &'a Arc<AsyncMutex<PoolSession>>,
-    deadline: Instant,
-    control: &RunControl,
-) -> Result<tokio::sync::MutexGuard<'a, PoolSession>, RunError> {
-    tokio::select! {
-        guard = state.lock() => Ok(guard),
-        () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(ErrorKind::Limit, "TimeoutError",
-            "timed out waiting for this session's previous run to finish")),
-        () = control.cancel.cancelled() => Err(cancelled()),
-    }
-}
-
 type CallResult = Result<MontyObject, MontyException>;
 
 #[async_trait::async_trait]
@@ -277,14 +269,11 @@ impl Engine for PoolEngine {
             calls: Arc::default(),
             _counted: codemcp_base::metrics::pool_worker(),
         };
-        let state = match self.sessions.get_or_wait(session, fresh, deadline).await {
-            Ok(state) => state,
-            Err(full) => {
-                execution.error = Some(busy(full));
-                return execution;
-            }
-        };
-        let mut guard = match lock_until(&state, deadline, &control).await {
+        let checked_out = self
+            .sessions
+            .check_out(session, fresh, deadline, Some(&control.cancel))
+            .await;
+        let mut guard = match checked_out {
             Ok(guard) => guard,
             Err(error) => {
                 execution.error = Some(error);
@@ -372,9 +361,7 @@ impl Engine for PoolEngine {
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
-        self.sessions.idle_state_is(session, |s| {
-            s.checkout.is_some() && s.version == Some(version)
-        })
+        self.sessions.holds(session, version)
     }
 
     fn end_session(&self, session: SessionId) {
