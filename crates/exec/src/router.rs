@@ -12,7 +12,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::worker::WorkerEngine;
@@ -414,6 +413,7 @@ struct Back {
     persist: bool,
 }
 
+#[async_trait::async_trait]
 impl Engine for Router {
     fn name(&self) -> &'static str {
         self.monty.name()
@@ -430,14 +430,14 @@ impl Engine for Router {
         }
     }
 
-    fn run(
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(self.route(session, run, tools, control))
+    ) -> Execution {
+        self.route(session, run, tools, control).await
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
@@ -463,13 +463,11 @@ impl Engine for Router {
         }
     }
 
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.monty.shutdown().await;
-            if let Some(fallback) = &self.fallback {
-                fallback.shutdown().await;
-            }
-        })
+    async fn shutdown(&self) {
+        self.monty.shutdown().await;
+        if let Some(fallback) = &self.fallback {
+            fallback.shutdown().await;
+        }
     }
 }
 

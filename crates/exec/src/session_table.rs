@@ -1,15 +1,25 @@
 //! Interpreter state per MCP session, whatever holds it (a `MontyRepl` in
-//! process, a checked-out worker in pool mode): created on first use, one run
-//! at a time, dropped when idle too long or when the cap needs room.
+//! process, a checked-out Monty worker in pool mode, a CPython worker):
+//! created on first use, checked out by one run at a time, dropped when idle
+//! too long or when the cap needs room. The bookkeeping every engine shares.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
+use tokio_util::sync::CancellationToken;
 
-use crate::SessionId;
+use crate::error::cancelled;
+use crate::{ErrorKind, RunError, SessionId};
+
+/// A session's state as an engine keeps it, asked by [`SessionTable::holds`].
+pub trait SessionState {
+    /// The version (see `Run::version`) of the live state this session
+    /// holds; `None` when it holds none (lost, never made, or parked away).
+    fn held_version(&self) -> Option<u64>;
+}
 
 struct Entry<S> {
     state: Arc<AsyncMutex<S>>,
@@ -100,8 +110,38 @@ impl<S> SessionTable<S> {
         }
     }
 
+    /// `id`'s state for one run, made with `fresh` when the session is new:
+    /// waits for a place (see [`get_or_wait`](Self::get_or_wait)), then for
+    /// the session's previous run to finish, both until `deadline`, and with
+    /// `cancel` until the caller gives up. One run at a time per session: a
+    /// second concurrent call waits its turn.
+    pub async fn check_out(
+        &self,
+        id: SessionId,
+        fresh: impl Fn() -> S,
+        deadline: Instant,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<OwnedMutexGuard<S>, RunError> {
+        let state = self.get_or_wait(id, fresh, deadline).await.map_err(busy)?;
+        let given_up = async {
+            match cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            guard = state.lock_owned() => Ok(guard),
+            () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(
+                ErrorKind::Limit,
+                "TimeoutError",
+                "timed out waiting for this session's previous run to finish",
+            )),
+            () = given_up => Err(cancelled()),
+        }
+    }
+
     /// Whether `id`'s state is here, idle, and passes `test`.
-    pub fn idle_state_is(&self, id: SessionId, test: impl FnOnce(&S) -> bool) -> bool {
+    fn idle_state_is(&self, id: SessionId, test: impl FnOnce(&S) -> bool) -> bool {
         let state = self.lock().get(&id).map(|e| e.state.clone());
         state.is_some_and(|state| state.try_lock().is_ok_and(|guard| test(&guard)))
     }
@@ -118,6 +158,25 @@ impl<S> SessionTable<S> {
     pub fn len(&self) -> usize {
         self.lock().len()
     }
+}
+
+impl<S: SessionState> SessionTable<S> {
+    /// Whether `id`'s state is here, idle, and live at `version`: then a run
+    /// need not load it from the store.
+    pub fn holds(&self, id: SessionId, version: u64) -> bool {
+        self.idle_state_is(id, |state| state.held_version() == Some(version))
+    }
+}
+
+fn busy(full: TableFull) -> RunError {
+    RunError::new(
+        ErrorKind::Limit,
+        "RuntimeError",
+        format!(
+            "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
+            full.0
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -152,6 +211,53 @@ mod tests {
         let later = Instant::now() + Duration::from_secs(5);
         let (waited, ()) = tokio::join!(table.get_or_wait(SessionId(2), || 2, later), freed);
         assert!(waited.is_ok(), "the place freed within the deadline");
+    }
+
+    #[tokio::test]
+    async fn a_second_run_of_a_session_waits_its_turn_until_its_deadline_or_cancel() {
+        let table = SessionTable::new(Duration::from_secs(60), 4);
+        let far = Instant::now() + Duration::from_secs(60);
+        let first = table.check_out(SessionId(1), || 1, far, None).await;
+        assert!(first.is_ok());
+        let soon = Instant::now() + Duration::from_millis(30);
+        let waited = table.check_out(SessionId(1), || 1, soon, None).await;
+        assert_eq!(
+            waited.err().map(|e| e.exc_type),
+            Some("TimeoutError".to_owned())
+        );
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let given_up = table
+            .check_out(SessionId(1), || 1, far, Some(&cancel))
+            .await;
+        assert_eq!(given_up.err().map(|e| e.kind), Some(ErrorKind::Cancelled));
+        drop(first);
+        assert!(table.check_out(SessionId(1), || 1, far, None).await.is_ok());
+    }
+
+    struct Held(Option<u64>);
+
+    impl SessionState for Held {
+        fn held_version(&self) -> Option<u64> {
+            self.0
+        }
+    }
+
+    #[tokio::test]
+    async fn only_an_idle_session_holding_that_version_is_held() {
+        let table = SessionTable::new(Duration::from_secs(60), 4);
+        drop(table.get_or_create(SessionId(1), || Held(Some(3))));
+        drop(table.get_or_create(SessionId(2), || Held(None)));
+        assert!(table.holds(SessionId(1), 3));
+        assert!(!table.holds(SessionId(1), 4), "another version");
+        assert!(!table.holds(SessionId(2), 3), "no live state");
+        assert!(!table.holds(SessionId(9), 3), "no such session");
+        let far = Instant::now() + Duration::from_secs(60);
+        let busy = table
+            .check_out(SessionId(1), || Held(None), far, None)
+            .await;
+        assert!(!table.holds(SessionId(1), 3), "a run has it checked out");
+        drop(busy);
     }
 
     #[test]

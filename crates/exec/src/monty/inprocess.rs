@@ -4,19 +4,16 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Instant;
-
-use futures::future::BoxFuture;
 
 use monty::MontyRepl;
 use monty_types::{CompileOptions, ExcType, MontyException, ResourceLimits, ResourceTracker};
-use tokio::sync::Mutex as AsyncMutex;
 
 use super::driver::{Ending, Finished, Job, RunLimits};
 use super::memory::SessionSlot;
 use super::runaway::{Overrun, RunWatch, Runaways};
 use super::supervisor::{Supervisor, ThreadResult};
-use crate::session_table::SessionTable;
+use crate::error::cancelled;
+use crate::session_table::{SessionState, SessionTable};
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
@@ -34,6 +31,23 @@ pub(super) struct Session {
     pub(super) version: Option<u64>,
     /// The snippets `repl` ran, for deciding which calls get futures.
     pub(super) calls: Arc<parking_lot::Mutex<SessionCalls>>,
+}
+
+impl Session {
+    fn fresh() -> Self {
+        Self {
+            repl: None,
+            slot: SessionSlot::allocate(),
+            version: None,
+            calls: Arc::default(),
+        }
+    }
+}
+
+impl SessionState for Session {
+    fn held_version(&self) -> Option<u64> {
+        self.repl.as_ref().and(self.version)
+    }
 }
 
 pub struct MontyEngine {
@@ -71,75 +85,8 @@ impl MontyEngine {
         &self.limits
     }
 
-    /// Runs `run` in `session`'s interpreter state.
-    pub async fn run(
-        &self,
-        session: SessionId,
-        run: Run,
-        host: Arc<dyn ToolHost>,
-        control: RunControl,
-    ) -> Execution {
-        if let Some(reason) = self.retired() {
-            self.sessions.remove(session);
-            return match self.spare_pool().await {
-                Some(pool) => pool.run(session, run, host, control).await,
-                None => Execution {
-                    error: Some(retired_error(reason)),
-                    ..Execution::of(ENGINE_NAME)
-                },
-            };
-        }
-        let deadline = run.deadline;
-        let mut execution = Execution::of(ENGINE_NAME);
-        let state = match self.session(session, deadline).await {
-            Ok(state) => state,
-            Err(error) => {
-                execution.error = Some(error);
-                return execution;
-            }
-        };
-        // One run at a time per session: a second concurrent call waits its turn.
-        let guard = tokio::select! {
-            guard = state.lock_owned() => guard,
-            () = tokio::time::sleep_until(deadline.into()) => {
-                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError",
-                    "timed out waiting for this session's previous run to finish"));
-                return execution;
-            }
-            () = control.cancel.cancelled() => {
-                execution.error = Some(cancelled());
-                return execution;
-            }
-        };
-        let persist = run.persist;
-        let finished = self.run_on_thread(guard, run, host, control).await;
-        self.fill(&mut execution, finished);
-        if persist && execution.snapshot.is_none() && reset(&execution) {
-            // The state is fresh now, and so must the saved one be.
-            execution.snapshot = Some(Snapshot::fresh());
-        }
-        execution
-    }
-
     pub fn session_count(&self) -> usize {
         self.sessions.len()
-    }
-
-    async fn session(
-        &self,
-        id: SessionId,
-        deadline: Instant,
-    ) -> Result<Arc<AsyncMutex<Session>>, RunError> {
-        let fresh = || Session {
-            repl: None,
-            slot: SessionSlot::allocate(),
-            version: None,
-            calls: Arc::default(),
-        };
-        self.sessions
-            .get_or_wait(id, fresh, deadline)
-            .await
-            .map_err(busy)
     }
 
     fn new_repl(&self) -> MontyRepl {
@@ -422,6 +369,7 @@ fn warm_up() {
     }
 }
 
+#[async_trait::async_trait]
 impl Engine for MontyEngine {
     fn name(&self) -> &'static str {
         ENGINE_NAME
@@ -448,21 +396,49 @@ impl Engine for MontyEngine {
         text
     }
 
-    fn run(
+    /// Runs `run` in `session`'s interpreter state.
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
-        tools: Arc<dyn ToolHost>,
+        host: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(MontyEngine::run(self, session, run, tools, control))
+    ) -> Execution {
+        if let Some(reason) = self.retired() {
+            self.sessions.remove(session);
+            return match self.spare_pool().await {
+                Some(pool) => pool.run(session, run, host, control).await,
+                None => Execution {
+                    error: Some(retired_error(reason)),
+                    ..Execution::of(ENGINE_NAME)
+                },
+            };
+        }
+        let deadline = run.deadline;
+        let mut execution = Execution::of(ENGINE_NAME);
+        let checked_out = self
+            .sessions
+            .check_out(session, Session::fresh, deadline, Some(&control.cancel))
+            .await;
+        let guard = match checked_out {
+            Ok(guard) => guard,
+            Err(error) => {
+                execution.error = Some(error);
+                return execution;
+            }
+        };
+        let persist = run.persist;
+        let finished = self.run_on_thread(guard, run, host, control).await;
+        self.fill(&mut execution, finished);
+        if persist && execution.snapshot.is_none() && reset(&execution) {
+            // The state is fresh now, and so must the saved one be.
+            execution.snapshot = Some(Snapshot::fresh());
+        }
+        execution
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
-        self.retired().is_none()
-            && self
-                .sessions
-                .idle_state_is(session, |s| s.repl.is_some() && s.version == Some(version))
+        self.retired().is_none() && self.sessions.holds(session, version)
     }
 
     /// Forgets a session's state in memory (the store keeps its snapshot).

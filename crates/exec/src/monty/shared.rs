@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::classify::Verdict;
 use super::driver::Ending;
 use super::host::ToolFailures;
-use crate::session_table::TableFull;
+use crate::error::cancelled;
 use crate::{ErrorKind, Execution, RunError};
 
 /// How long past its deadline a run may take before the gateway answers without
@@ -103,25 +103,6 @@ pub(super) fn describe_failure(
     let mut error = RunError::new(kind, exc_type, message).with_traceback(short_traceback(exc));
     error.hint = hint;
     error
-}
-
-pub(super) fn busy(full: TableFull) -> RunError {
-    RunError::new(
-        ErrorKind::Limit,
-        "RuntimeError",
-        format!(
-            "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
-            full.0
-        ),
-    )
-}
-
-pub(super) fn cancelled() -> RunError {
-    RunError::new(
-        ErrorKind::Cancelled,
-        "KeyboardInterrupt",
-        "the run was cancelled by the client",
-    )
 }
 
 pub(super) fn result_size_error(value: &Value, limit: usize) -> Option<RunError> {

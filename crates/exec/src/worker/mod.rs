@@ -8,6 +8,10 @@
 //! bubblewrap sandboxes on the host (`sandbox/`), in hardened Docker
 //! containers (`docker.rs`), or as plain host processes (`spawn.rs`; no
 //! sandbox, for trusted agents only, and only when asked for by name).
+//!
+//! A run (`run.rs`) checks its session out of the session table, gets it a
+//! worker (`spare.rs`: started, or the spare taken) and settles how the run
+//! ended (`outcome.rs`).
 
 mod control;
 pub mod docker;
@@ -15,32 +19,30 @@ mod link;
 mod netns;
 mod outcome;
 pub mod protocol;
+mod run;
 pub mod sandbox;
+mod spare;
 mod spawn;
 
 use parking_lot::Mutex;
-use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
 use tokio::process::Command;
 
 use self::control::ControlServer;
 use self::docker::{DockerConfig, DockerSpawner};
-use self::link::{RunContext, WorkerLink};
-use self::outcome::Outcome;
-use self::protocol::{FunctionInfo, RunParams, WorkerCatalog};
+use self::link::WorkerLink;
+use self::protocol::WorkerCatalog;
+pub use self::run::WorkerRun;
 use self::sandbox::{SandboxConfig, SandboxSpawner};
-use self::spawn::{Dial, HostSpawner, Launched, Reach, Spawner};
-use super::session_table::SessionTable;
-use futures::future::BoxFuture;
+use self::spare::Spare;
+use self::spawn::{HostSpawner, Launched, Reach, Spawner};
+use super::session_table::{SessionState, SessionTable};
 
-use super::{
-    Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost,
-};
+use super::{Engine, Execution, Run, RunControl, SessionId, ToolHost};
 use codemcp_sdk::Sdk;
 
 pub const HOST_ENGINE: &str = "cpython-host";
@@ -120,6 +122,12 @@ struct WorkerSession {
     worker: Option<Worker>,
     /// The version of the state its worker holds (see `Run::version`).
     version: Option<u64>,
+}
+
+impl SessionState for WorkerSession {
+    fn held_version(&self) -> Option<u64> {
+        self.worker.as_ref().and(self.version)
+    }
 }
 
 pub struct WorkerEngine {
@@ -251,319 +259,9 @@ impl WorkerEngine {
         engine
     }
 
-    async fn spawn_worker(&self) -> Result<Worker, WorkerError> {
-        let (token, linked) = self.control.issue_token();
-        let url = self.control.url();
-        let dial = Dial {
-            url: &url,
-            token: &token,
-            control: &self.control,
-        };
-        let launched = self.spawner.spawn(dial).await;
-        let mut process = match launched {
-            Ok(process) => process,
-            Err(e) => {
-                self.control.forget(&token);
-                return Err(e);
-            }
-        };
-        self.spawned.fetch_add(1, Ordering::Relaxed);
-        let outcome = tokio::select! {
-            link = linked => link.map_err(|_| "the control channel closed".to_owned()),
-            exit = process.exited() => Err(format!("the worker exited before connecting ({})", exit.description)),
-            () = tokio::time::sleep(START_TIMEOUT) => Err(format!("the worker did not connect within {} s", START_TIMEOUT.as_secs())),
-        };
-        self.control.forget(&token);
-        let link = outcome.map_err(WorkerError::Start)?;
-        Ok(Worker {
-            process,
-            link,
-            catalog_version: None,
-        })
-    }
-
-    /// Keeps one started worker ready for the next new session.
-    fn refill_spare(&self) {
-        let engine = self.me.clone();
-        tokio::spawn(async move {
-            let Some(engine) = engine.upgrade() else {
-                return;
-            };
-            let mut spare = engine.spare.lock().await;
-            if matches!(*spare, Spare::Ready(_)) {
-                return;
-            }
-            *spare = match engine.spawn_worker().await {
-                Ok(worker) => Spare::Ready(worker),
-                Err(e) if engine.stopping.load(Ordering::Relaxed) => {
-                    tracing::debug!(target: "codemcp::worker", error = %e, "a spare stopped by the shutdown");
-                    Spare::Failed(e.reason())
-                }
-                Err(e) => {
-                    tracing::warn!(target: "codemcp::worker", error = %e, "could not pre-start a CPython worker");
-                    Spare::Failed(e.reason())
-                }
-            };
-        });
-    }
-
-    async fn take_worker(&self) -> Result<Worker, WorkerError> {
-        // A spare under way holds the lock: wait for it rather than start a
-        // second container. If it failed while we waited, that is this run's
-        // answer too, so an engine that hangs is not waited on twice.
-        let (spare, waited) = match self.spare.try_lock() {
-            Ok(mut spare) => (std::mem::replace(&mut *spare, Spare::Empty), false),
-            Err(_) => {
-                let mut spare = self.spare.lock().await;
-                (std::mem::replace(&mut *spare, Spare::Empty), true)
-            }
-        };
-        self.refill_spare();
-        // `usable` needs the worker mutably, which a match guard cannot have.
-        #[allow(clippy::collapsible_match)]
-        match spare {
-            Spare::Ready(mut worker) => {
-                if worker.usable() {
-                    return Ok(worker);
-                }
-            }
-            Spare::Failed(message) if waited => return Err(WorkerError::Start(message)),
-            _ => {}
-        }
-        self.spawn_worker().await
-    }
-
-    fn catalog_for(&self, sdk: &Arc<Sdk>) -> Arc<WorkerCatalog> {
-        let mut cached = self.catalog.lock();
-        match cached.as_ref() {
-            Some((built_from, catalog)) if Arc::ptr_eq(built_from, sdk) => catalog.clone(),
-            _ => {
-                let catalog = Arc::new(catalog_of(sdk));
-                *cached = Some((sdk.clone(), catalog.clone()));
-                catalog
-            }
-        }
-    }
-
     /// Workers started so far (for tests and `check`).
     pub fn workers_started(&self) -> u32 {
         self.spawned.load(Ordering::Relaxed)
-    }
-
-    /// Runs `run` in `session`'s CPython state, first setting `globals` (the
-    /// variables a session brings along when it escalates from Monty).
-    pub async fn run_with_globals(
-        &self,
-        session: SessionId,
-        run: Run,
-        tools: Arc<dyn ToolHost>,
-        control: RunControl,
-        globals: Option<Map<String, Value>>,
-    ) -> WorkerRun {
-        let mut execution = Execution::of(self.spawner.engine());
-        let state = match self
-            .sessions
-            .get_or_wait(session, WorkerSession::default, run.deadline)
-            .await
-        {
-            Ok(state) => state,
-            Err(full) => {
-                execution.error = Some(RunError::new(
-                    ErrorKind::Limit,
-                    "RuntimeError",
-                    format!(
-                        "all {} sessions are busy (CODEMCP_MAX_SESSIONS); try again",
-                        full.0
-                    ),
-                ));
-                return WorkerRun::ran(execution);
-            }
-        };
-        let mut guard = tokio::select! {
-            guard = state.lock() => guard,
-            () = tokio::time::sleep_until(run.deadline.into()) => {
-                execution.error = Some(RunError::new(ErrorKind::Limit, "TimeoutError", "timed out waiting for this session's previous run to finish"));
-                return WorkerRun::ran(execution);
-            }
-        };
-        if let Err(failed) = self.ensure_worker(&mut guard, &run).await {
-            return failed;
-        }
-        let name = session.0.to_string();
-        let globals = match self.restore(&mut guard, &name, &run, &mut execution).await {
-            Some(restored) => Some(restored),
-            None => globals,
-        };
-        let Some(worker) = guard.worker.as_mut() else {
-            return WorkerRun::ran(execution);
-        };
-        let sdk = tools.sdk();
-        let catalog = self.catalog_for(&sdk);
-        let version = catalog.version;
-        // Only a worker that has not seen this catalog gets it sent.
-        let catalog = (worker.catalog_version != Some(version)).then(|| (*catalog).clone());
-        let context = Arc::new(RunContext {
-            engine: self.spawner.engine(),
-            tools,
-            sdk,
-            max_tool_calls: self.limits.max_tool_calls,
-            tool_calls: AtomicU32::new(0),
-            side_effects: AtomicU32::new(0),
-            observer: control.on_tool_call.clone(),
-        });
-        let future_calls = run.calls().await.future_lines(&run.code);
-        worker.link.begin_run(&name, context.clone());
-        let params = RunParams {
-            session: name.clone(),
-            code: run.code.clone(),
-            timeout_ms: u64::try_from(run.wall.as_millis()).unwrap_or(u64::MAX),
-            max_output_bytes: self.limits.max_output_bytes,
-            catalog,
-            globals,
-            return_globals: run.persist.then_some(self.limits.max_state_bytes),
-            future_calls: Some(future_calls),
-        };
-        let params = serde_json::to_value(&params).unwrap_or(Value::Null);
-        let link = worker.link.clone();
-        let outcome = tokio::select! {
-            reply = link.request("run", params) => Outcome::Reply(reply),
-            // A container can die without its connection closing cleanly.
-            exit = worker.process.exited() => Outcome::Exited(exit),
-            () = tokio::time::sleep_until(run.deadline.into()) => Outcome::Deadline,
-            () = control.cancel.cancelled() => Outcome::Cancelled,
-        };
-        worker.link.end_run(&name);
-        execution.tool_calls = context
-            .tool_calls
-            .load(Ordering::Relaxed)
-            .min(self.limits.max_tool_calls);
-        let side_effects = context.side_effects.load(Ordering::Relaxed);
-        if !self.settle(outcome, worker, version, &mut execution).await {
-            guard.worker = None; // dropping the worker stops its process
-            if run.persist {
-                // Its state is gone: so is the saved one.
-                execution.snapshot = Some(Snapshot::cpython(&Map::new()));
-            }
-        }
-        if execution.snapshot.is_some() {
-            guard.version = Some(run.version);
-        }
-        execution.side_effects = side_effects;
-        WorkerRun::ran(execution)
-    }
-
-    /// Gives the session a live worker, starting one (or taking the spare)
-    /// within the run's wall time; else the run's answer.
-    async fn ensure_worker(&self, session: &mut WorkerSession, run: &Run) -> Result<(), WorkerRun> {
-        if session.worker.as_mut().is_some_and(Worker::usable) {
-            return Ok(());
-        }
-        let mut execution = Execution::of(self.spawner.engine());
-        session.version = None; // a new worker holds no state
-        let taken = tokio::select! {
-            taken = self.take_worker() => taken,
-            () = tokio::time::sleep_until(run.deadline.into()) => {
-                execution.error = Some(RunError::new(
-                    ErrorKind::Limit,
-                    "TimeoutError",
-                    format!("the CPython worker did not start within the run's time limit ({} ms)", run.wall.as_millis()),
-                ));
-                return Err(WorkerRun { execution, no_worker: true });
-            }
-        };
-        match taken {
-            Ok(worker) => {
-                session.worker = Some(worker);
-                Ok(())
-            }
-            Err(e) => {
-                tracing::warn!(target: "codemcp::worker", error = %e, "could not start a CPython worker for a run");
-                execution.error = Some(RunError::new(
-                    ErrorKind::Internal,
-                    "RuntimeError",
-                    format!("cannot start the CPython worker: {}", e.reason()),
-                ));
-                Err(WorkerRun {
-                    execution,
-                    no_worker: true,
-                })
-            }
-        }
-    }
-
-    /// The saved variables to seed when the store holds a newer state than
-    /// the worker; the worker's own copy of the session is dropped first.
-    async fn restore(
-        &self,
-        session: &mut WorkerSession,
-        name: &str,
-        run: &Run,
-        execution: &mut Execution,
-    ) -> Option<Map<String, Value>> {
-        let saved = run.to_restore(session.version)?;
-        let globals = saved.cpython_globals();
-        if globals.is_none() {
-            execution.warnings.push(
-                "this session's state was saved by the Monty engine, which this gateway does not run; it started fresh"
-                    .to_owned(),
-            );
-        }
-        if let Some(worker) = session.worker.as_ref()
-            && session.version.is_some()
-        {
-            let reset = serde_json::json!({ "session": name });
-            if let Err(e) = worker.link.request("reset", reset).await {
-                tracing::debug!(target: "codemcp::worker", error = %e, "resetting a session before a restore failed");
-                session.worker = None;
-            }
-        }
-        Some(globals.unwrap_or_default())
-    }
-}
-
-/// The worker kept started for the next new session.
-enum Spare {
-    Empty,
-    Ready(Worker),
-    /// Why the last attempt failed (for a run that waited for it).
-    Failed(String),
-}
-
-/// A run of the worker engine.
-pub struct WorkerRun {
-    pub execution: Execution,
-    /// No worker could be started (no Docker engine, say): nothing ran, and
-    /// the session has no CPython state left.
-    pub no_worker: bool,
-}
-
-impl WorkerRun {
-    fn ran(execution: Execution) -> Self {
-        Self {
-            execution,
-            no_worker: false,
-        }
-    }
-}
-
-/// The catalog as the worker sees it, with a version that changes with it.
-fn catalog_of(sdk: &Sdk) -> WorkerCatalog {
-    let functions: Vec<FunctionInfo> = sdk
-        .functions()
-        .iter()
-        .map(|f| FunctionInfo {
-            name: f.py_name.clone(),
-            doc: format!("{}\n\n{}", f.signature(), f.description),
-        })
-        .collect();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for f in &functions {
-        f.name.hash(&mut hasher);
-        f.doc.hash(&mut hasher);
-    }
-    WorkerCatalog {
-        version: hasher.finish(),
-        functions,
     }
 }
 
@@ -580,6 +278,7 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
+#[async_trait::async_trait]
 impl Engine for WorkerEngine {
     fn name(&self) -> &'static str {
         self.spawner.engine()
@@ -589,24 +288,20 @@ impl Engine for WorkerEngine {
         self.spawner.describe()
     }
 
-    fn run(
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
         tools: Arc<dyn ToolHost>,
         control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(async move {
-            self.run_with_globals(session, run, tools, control, None)
-                .await
-                .execution
-        })
+    ) -> Execution {
+        self.run_with_globals(session, run, tools, control, None)
+            .await
+            .execution
     }
 
     fn holds(&self, session: SessionId, version: u64) -> bool {
-        self.sessions.idle_state_is(session, |s| {
-            s.worker.is_some() && s.version == Some(version)
-        })
+        self.sessions.holds(session, version)
     }
 
     fn end_session(&self, session: SessionId) {
@@ -619,11 +314,9 @@ impl Engine for WorkerEngine {
 
     /// Stops every worker and waits for it: a dropped worker's container is
     /// removed by a task that may never run once the runtime ends.
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.stopping.store(true, Ordering::Relaxed);
-            self.spawner.shutdown().await;
-        })
+    async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.spawner.shutdown().await;
     }
 }
 

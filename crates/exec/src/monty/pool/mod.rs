@@ -25,15 +25,14 @@ use monty_pool::{
 };
 use monty_types::{ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult};
 use serde_json::Value;
-use tokio::sync::Mutex as AsyncMutex;
 
 use super::classify::{Verdict, classify};
 use super::convert::to_json;
 use super::driver::{Ending, mentions_result};
 use super::host::{CallDecision, OsDecision, OsRequest, Outgoing, SuspensionHost, exception};
 use super::output::{Captured, OutputCapture};
-use super::shared::{MontyLimits, OVERRUN_GRACE, busy, cancelled, record_ending};
-use crate::session_table::SessionTable;
+use super::shared::{MontyLimits, OVERRUN_GRACE, record_ending};
+use crate::session_table::{SessionState, SessionTable};
 use crate::{
     Engine, ErrorKind, Execution, Run, RunControl, RunError, SessionId, Snapshot, ToolHost, reset,
 };
@@ -91,6 +90,12 @@ struct PoolSession {
     /// The snippets the checkout ran, for deciding which calls get futures.
     calls: Arc<parking_lot::Mutex<SessionCalls>>,
     _counted: codemcp_base::metrics::Held,
+}
+
+impl SessionState for PoolSession {
+    fn held_version(&self) -> Option<u64> {
+        self.checkout.as_ref().and(self.version)
+    }
 }
 
 impl Drop for PoolSession {
@@ -166,7 +171,90 @@ impl PoolEngine {
         }
     }
 
-    pub async fn run(
+    /// A worker for a session: fresh, or holding the saved state `restore`
+    /// (with `parked`: a run suspended at a call, whose suspension it gives
+    /// back to answer).
+    async fn new_checkout(
+        &self,
+        restore: Option<Vec<u8>>,
+        parked: bool,
+    ) -> Result<(Checkout, Option<TurnEvent>), RunError> {
+        let mut checkout = self
+            .pool
+            .checkout(&self.repl_config())
+            .await
+            .map_err(|e| match e {
+                PoolError::Exhausted => RunError::new(
+                    ErrorKind::Limit,
+                    "RuntimeError",
+                    format!(
+                        "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
+                        self.max_workers
+                    ),
+                ),
+                other => RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("cannot start a Monty worker: {other}"),
+                ),
+            })?;
+        let mut quiet = on_print_sync(|_, _| {});
+        if let Some(state) = restore {
+            // The saved state defines `ToolError` already.
+            return match checkout.restore(state, vec![], &mut quiet).await {
+                Ok((None, _)) if !parked => Ok((checkout, None)),
+                Ok((Some(event), _)) if parked => Ok((checkout, Some(event))),
+                other => Err(RunError::new(
+                    ErrorKind::Internal,
+                    "SystemError",
+                    format!("a Monty worker could not load this session's saved state: {other:?}"),
+                )
+                .with_hint("call again: the session starts fresh")),
+            };
+        }
+        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
+        match checkout
+            .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
+            .await
+        {
+            Ok(TurnEvent::Complete(_)) => Ok((checkout, None)),
+            other => Err(RunError::new(
+                ErrorKind::Internal,
+                "SystemError",
+                format!("a new Monty worker failed: {other:?}"),
+            )),
+        }
+    }
+}
+
+fn limit_hint(exc: &MontyException, budget: usize) -> String {
+    let reset = "this session's variables were discarded";
+    if exc.exc_type() == ExcType::MemoryError {
+        format!(
+            "{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once",
+            budget >> 20
+        )
+    } else {
+        format!("{reset}; do less work per call (smaller batches, fewer iterations)")
+    }
+}
+
+type CallResult = Result<MontyObject, MontyException>;
+
+#[async_trait::async_trait]
+impl Engine for PoolEngine {
+    fn name(&self) -> &'static str {
+        ENGINE_NAME
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "monty, worker processes ({}): exact per-session limits, crash isolation",
+            self.binary.display()
+        )
+    }
+
+    async fn run(
         &self,
         session: SessionId,
         run: Run,
@@ -181,14 +269,11 @@ impl PoolEngine {
             calls: Arc::default(),
             _counted: codemcp_base::metrics::pool_worker(),
         };
-        let state = match self.sessions.get_or_wait(session, fresh, deadline).await {
-            Ok(state) => state,
-            Err(full) => {
-                execution.error = Some(busy(full));
-                return execution;
-            }
-        };
-        let mut guard = match lock_until(&state, deadline, &control).await {
+        let checked_out = self
+            .sessions
+            .check_out(session, fresh, deadline, Some(&control.cancel))
+            .await;
+        let mut guard = match checked_out {
             Ok(guard) => guard,
             Err(error) => {
                 execution.error = Some(error);
@@ -275,115 +360,8 @@ impl PoolEngine {
         execution
     }
 
-    /// A worker for a session: fresh, or holding the saved state `restore`
-    /// (with `parked`: a run suspended at a call, whose suspension it gives
-    /// back to answer).
-    async fn new_checkout(
-        &self,
-        restore: Option<Vec<u8>>,
-        parked: bool,
-    ) -> Result<(Checkout, Option<TurnEvent>), RunError> {
-        let mut checkout = self
-            .pool
-            .checkout(&self.repl_config())
-            .await
-            .map_err(|e| match e {
-                PoolError::Exhausted => RunError::new(
-                    ErrorKind::Limit,
-                    "RuntimeError",
-                    format!(
-                        "all {} Monty workers are busy (CODEMCP_MONTY_WORKERS); try again shortly",
-                        self.max_workers
-                    ),
-                ),
-                other => RunError::new(
-                    ErrorKind::Internal,
-                    "SystemError",
-                    format!("cannot start a Monty worker: {other}"),
-                ),
-            })?;
-        let mut quiet = on_print_sync(|_, _| {});
-        if let Some(state) = restore {
-            // The saved state defines `ToolError` already.
-            return match checkout.restore(state, vec![], &mut quiet).await {
-                Ok((None, _)) if !parked => Ok((checkout, None)),
-                Ok((Some(event), _)) if parked => Ok((checkout, Some(event))),
-                other => Err(RunError::new(
-                    ErrorKind::Internal,
-                    "SystemError",
-                    format!("a Monty worker could not load this session's saved state: {other:?}"),
-                )
-                .with_hint("call again: the session starts fresh")),
-            };
-        }
-        // Monty has no user exception classes; `ToolError` is `RuntimeError`.
-        match checkout
-            .feed("ToolError = RuntimeError", vec![], vec![], true, &mut quiet)
-            .await
-        {
-            Ok(TurnEvent::Complete(_)) => Ok((checkout, None)),
-            other => Err(RunError::new(
-                ErrorKind::Internal,
-                "SystemError",
-                format!("a new Monty worker failed: {other:?}"),
-            )),
-        }
-    }
-}
-
-fn limit_hint(exc: &MontyException, budget: usize) -> String {
-    let reset = "this session's variables were discarded";
-    if exc.exc_type() == ExcType::MemoryError {
-        format!(
-            "{reset}; each session may use {} MiB (CODEMCP_MONTY_MEM_LIMIT): work on less data at once",
-            budget >> 20
-        )
-    } else {
-        format!("{reset}; do less work per call (smaller batches, fewer iterations)")
-    }
-}
-
-async fn lock_until<'a>(
-    state: &'a Arc<AsyncMutex<PoolSession>>,
-    deadline: Instant,
-    control: &RunControl,
-) -> Result<tokio::sync::MutexGuard<'a, PoolSession>, RunError> {
-    tokio::select! {
-        guard = state.lock() => Ok(guard),
-        () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(ErrorKind::Limit, "TimeoutError",
-            "timed out waiting for this session's previous run to finish")),
-        () = control.cancel.cancelled() => Err(cancelled()),
-    }
-}
-
-type CallResult = Result<MontyObject, MontyException>;
-
-impl Engine for PoolEngine {
-    fn name(&self) -> &'static str {
-        ENGINE_NAME
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "monty, worker processes ({}): exact per-session limits, crash isolation",
-            self.binary.display()
-        )
-    }
-
-    fn run(
-        &self,
-        session: SessionId,
-        run: Run,
-        tools: Arc<dyn ToolHost>,
-        control: RunControl,
-    ) -> BoxFuture<'_, Execution> {
-        Box::pin(PoolEngine::run(self, session, run, tools, control))
-    }
-
     fn holds(&self, session: SessionId, version: u64) -> bool {
-        self.sessions.idle_state_is(session, |s| {
-            s.checkout.is_some() && s.version == Some(version)
-        })
+        self.sessions.holds(session, version)
     }
 
     fn end_session(&self, session: SessionId) {
