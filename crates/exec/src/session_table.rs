@@ -120,15 +120,10 @@ impl<S> SessionTable<S> {
         id: SessionId,
         fresh: impl Fn() -> S,
         deadline: Instant,
-        cancel: Option<&CancellationToken>,
+        cancel: &CancellationToken,
     ) -> Result<OwnedMutexGuard<S>, RunError> {
         let state = self.get_or_wait(id, fresh, deadline).await.map_err(busy)?;
-        let given_up = async {
-            match cancel {
-                Some(cancel) => cancel.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let given_up = cancel.cancelled();
         tokio::select! {
             guard = state.lock_owned() => Ok(guard),
             () = tokio::time::sleep_until(deadline.into()) => Err(RunError::new(
@@ -217,22 +212,29 @@ mod tests {
     async fn a_second_run_of_a_session_waits_its_turn_until_its_deadline_or_cancel() {
         let table = SessionTable::new(Duration::from_secs(60), 4);
         let far = Instant::now() + Duration::from_secs(60);
-        let first = table.check_out(SessionId(1), || 1, far, None).await;
+        let first = table
+            .check_out(SessionId(1), || 1, far, &CancellationToken::new())
+            .await;
         assert!(first.is_ok());
         let soon = Instant::now() + Duration::from_millis(30);
-        let waited = table.check_out(SessionId(1), || 1, soon, None).await;
+        let waited = table
+            .check_out(SessionId(1), || 1, soon, &CancellationToken::new())
+            .await;
         assert_eq!(
             waited.err().map(|e| e.exc_type),
             Some("TimeoutError".to_owned())
         );
         let cancel = CancellationToken::new();
         cancel.cancel();
-        let given_up = table
-            .check_out(SessionId(1), || 1, far, Some(&cancel))
-            .await;
+        let given_up = table.check_out(SessionId(1), || 1, far, &cancel).await;
         assert_eq!(given_up.err().map(|e| e.kind), Some(ErrorKind::Cancelled));
         drop(first);
-        assert!(table.check_out(SessionId(1), || 1, far, None).await.is_ok());
+        assert!(
+            table
+                .check_out(SessionId(1), || 1, far, &CancellationToken::new())
+                .await
+                .is_ok()
+        );
     }
 
     struct Held(Option<u64>);
@@ -254,7 +256,7 @@ mod tests {
         assert!(!table.holds(SessionId(9), 3), "no such session");
         let far = Instant::now() + Duration::from_secs(60);
         let busy = table
-            .check_out(SessionId(1), || Held(None), far, None)
+            .check_out(SessionId(1), || Held(None), far, &CancellationToken::new())
             .await;
         assert!(!table.holds(SessionId(1), 3), "a run has it checked out");
         drop(busy);

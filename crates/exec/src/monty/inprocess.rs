@@ -418,7 +418,7 @@ impl Engine for MontyEngine {
         let mut execution = Execution::of(ENGINE_NAME);
         let checked_out = self
             .sessions
-            .check_out(session, Session::fresh, deadline, Some(&control.cancel))
+            .check_out(session, Session::fresh, deadline, &control.cancel)
             .await;
         let guard = match checked_out {
             Ok(guard) => guard,

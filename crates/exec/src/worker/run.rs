@@ -27,11 +27,14 @@ impl WorkerEngine {
         globals: Option<Map<String, Value>>,
     ) -> WorkerRun {
         let mut execution = Execution::of(self.spawner.engine());
-        // Waiting for the session does not watch for cancellation: a run
-        // cancelled meanwhile is stopped once it starts.
         let checked_out = self
             .sessions
-            .check_out(session, WorkerSession::default, run.deadline, None)
+            .check_out(
+                session,
+                WorkerSession::default,
+                run.deadline,
+                &control.cancel,
+            )
             .await;
         let mut guard = match checked_out {
             Ok(guard) => guard,

@@ -271,7 +271,7 @@ impl Engine for PoolEngine {
         };
         let checked_out = self
             .sessions
-            .check_out(session, fresh, deadline, Some(&control.cancel))
+            .check_out(session, fresh, deadline, &control.cancel)
             .await;
         let mut guard = match checked_out {
             Ok(guard) => guard,
