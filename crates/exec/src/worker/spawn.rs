@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use futures::future::BoxFuture;
 use tokio::process::{Child, Command};
 
 use super::WorkerError;
@@ -34,6 +33,7 @@ pub(super) struct Dial<'a> {
 }
 
 /// Starts workers that dial the control channel.
+#[async_trait::async_trait]
 pub(super) trait Spawner: Send + Sync + 'static {
     /// The engine name results carry (`cpython-host`, `cpython-sandbox`,
     /// `cpython-docker`).
@@ -46,13 +46,10 @@ pub(super) trait Spawner: Send + Sync + 'static {
     fn reach(&self) -> Reach;
 
     /// Starts one worker, bounded, that reaches the gateway as `dial` says.
-    fn spawn<'a>(&'a self, dial: Dial<'a>)
-    -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>>;
+    async fn spawn(&self, dial: Dial<'_>) -> Result<Box<dyn Launched>, WorkerError>;
 
     /// Stops every worker still running (gateway exit).
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
+    async fn shutdown(&self) {}
 
     /// The memory limit of one worker, for the error of a worker killed by it.
     fn memory_limit(&self) -> Option<String> {
@@ -61,9 +58,10 @@ pub(super) trait Spawner: Send + Sync + 'static {
 }
 
 /// A started worker process or container. Dropping it stops the worker.
+#[async_trait::async_trait]
 pub(super) trait Launched: Send + Sync {
     /// Resolves when the worker has exited, saying how.
-    fn exited(&mut self) -> BoxFuture<'_, Exit>;
+    async fn exited(&mut self) -> Exit;
 
     /// Whether the worker has exited already.
     fn has_exited(&mut self) -> bool;
@@ -89,6 +87,7 @@ pub(super) struct HostSpawner {
     pub bootstrap: &'static str,
 }
 
+#[async_trait::async_trait]
 impl Spawner for HostSpawner {
     fn engine(&self) -> &'static str {
         super::HOST_ENGINE
@@ -105,42 +104,38 @@ impl Spawner for HostSpawner {
         Reach::Listen(std::net::Ipv4Addr::LOCALHOST.into())
     }
 
-    fn spawn<'a>(
-        &'a self,
-        dial: Dial<'a>,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
+    async fn spawn(&self, dial: Dial<'_>) -> Result<Box<dyn Launched>, WorkerError> {
         let Dial { url, token, .. } = dial;
-        Box::pin(async move {
-            let mut command = Command::new(&self.python);
-            command
-                .args(["-u", "-c", self.bootstrap])
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("CODEMCP_CONTROL_URL", url)
-                .env("CODEMCP_WORKER_TOKEN", token)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true);
-            if let Some(home) = std::env::var_os("HOME") {
-                command.env("HOME", home);
-            }
-            codemcp_base::process::die_with_parent(&mut command);
-            let child = command
-                .spawn()
-                .map_err(|e| WorkerError::Start(format!("{}: {e}", self.python.display())))?;
-            Ok(Box::new(HostProcess(child)) as Box<dyn Launched>)
-        })
+        let mut command = Command::new(&self.python);
+        command
+            .args(["-u", "-c", self.bootstrap])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CODEMCP_CONTROL_URL", url)
+            .env("CODEMCP_WORKER_TOKEN", token)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(home) = std::env::var_os("HOME") {
+            command.env("HOME", home);
+        }
+        codemcp_base::process::die_with_parent(&mut command);
+        let child = command
+            .spawn()
+            .map_err(|e| WorkerError::Start(format!("{}: {e}", self.python.display())))?;
+        Ok(Box::new(HostProcess(child)))
     }
 }
 
 /// `kill_on_drop` stops the process with the worker.
 struct HostProcess(Child);
 
+#[async_trait::async_trait]
 impl Launched for HostProcess {
-    fn exited(&mut self) -> BoxFuture<'_, Exit> {
-        Box::pin(async move { exit_of(self.0.wait().await, false) })
+    async fn exited(&mut self) -> Exit {
+        exit_of(self.0.wait().await, false)
     }
 
     fn has_exited(&mut self) -> bool {

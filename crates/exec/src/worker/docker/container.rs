@@ -11,7 +11,6 @@ use bollard::Docker;
 use bollard::errors::Error as DockerApiError;
 use bollard::query_parameters::{RemoveContainerOptions, WaitContainerOptions};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 
 use super::super::spawn::{Exit, Launched};
 
@@ -114,14 +113,13 @@ pub(super) struct Watched {
     exit: tokio::sync::watch::Receiver<Option<Exit>>,
 }
 
+#[async_trait::async_trait]
 impl Launched for Watched {
-    fn exited(&mut self) -> BoxFuture<'_, Exit> {
-        Box::pin(async move {
-            match self.exit.wait_for(Option::is_some).await {
-                Ok(exit) => exit.clone().unwrap_or_else(unknown_exit),
-                Err(_) => unknown_exit(),
-            }
-        })
+    async fn exited(&mut self) -> Exit {
+        match self.exit.wait_for(Option::is_some).await {
+            Ok(exit) => exit.clone().unwrap_or_else(unknown_exit),
+            Err(_) => unknown_exit(),
+        }
     }
 
     fn has_exited(&mut self) -> bool {

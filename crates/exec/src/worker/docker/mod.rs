@@ -23,7 +23,6 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::errors::Error as DockerApiError;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
-use futures::future::BoxFuture;
 
 use self::container::{Container, Watched, remove};
 use self::network::ensure_network;
@@ -341,6 +340,7 @@ fn engine_error(doing: &str, e: DockerApiError) -> WorkerError {
     }
 }
 
+#[async_trait::async_trait]
 impl Spawner for DockerSpawner {
     fn engine(&self) -> &'static str {
         DOCKER_ENGINE
@@ -362,15 +362,10 @@ impl Spawner for DockerSpawner {
         Reach::Listen(self.control_address())
     }
 
-    fn spawn<'a>(
-        &'a self,
-        dial: Dial<'a>,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
-        Box::pin(async move {
-            self.image.ready().await.map_err(WorkerError::Start)?;
-            let watched = self.start(dial.url, dial.token).await?;
-            Ok(Box::new(watched) as Box<dyn Launched>)
-        })
+    async fn spawn(&self, dial: Dial<'_>) -> Result<Box<dyn Launched>, WorkerError> {
+        self.image.ready().await.map_err(WorkerError::Start)?;
+        let watched = self.start(dial.url, dial.token).await?;
+        Ok(Box::new(watched))
     }
 
     fn memory_limit(&self) -> Option<String> {
@@ -380,12 +375,9 @@ impl Spawner for DockerSpawner {
         ))
     }
 
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let ids: Vec<String> = self.live.lock().drain().collect();
-            let removals = ids.iter().map(|id| remove(&self.docker, id));
-            let _ =
-                tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(removals)).await;
-        })
+    async fn shutdown(&self) {
+        let ids: Vec<String> = self.live.lock().drain().collect();
+        let removals = ids.iter().map(|id| remove(&self.docker, id));
+        let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, futures::future::join_all(removals)).await;
     }
 }

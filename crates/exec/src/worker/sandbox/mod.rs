@@ -332,6 +332,7 @@ fn reachable_by_all(path: &Path) -> bool {
         .all(|dir| std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
+#[async_trait::async_trait]
 impl Spawner for SandboxSpawner {
     fn engine(&self) -> &'static str {
         SANDBOX_ENGINE
@@ -361,14 +362,9 @@ impl Spawner for SandboxSpawner {
         Reach::HandedIn
     }
 
-    fn spawn<'a>(
-        &'a self,
-        dial: Dial<'a>,
-    ) -> BoxFuture<'a, Result<Box<dyn Launched>, WorkerError>> {
-        Box::pin(async move {
-            let prepared = self.ready().await?;
-            Ok(Box::new(self.launch(&prepared, &dial)?) as Box<dyn Launched>)
-        })
+    async fn spawn(&self, dial: Dial<'_>) -> Result<Box<dyn Launched>, WorkerError> {
+        let prepared = self.ready().await?;
+        Ok(Box::new(self.launch(&prepared, &dial)?))
     }
 
     fn memory_limit(&self) -> Option<String> {
@@ -387,9 +383,10 @@ struct Jailed {
     _counted: codemcp_base::metrics::Held,
 }
 
+#[async_trait::async_trait]
 impl Launched for Jailed {
-    fn exited(&mut self) -> BoxFuture<'_, Exit> {
-        Box::pin(async move { super::spawn::exit_of(self.child.wait().await, true) })
+    async fn exited(&mut self) -> Exit {
+        super::spawn::exit_of(self.child.wait().await, true)
     }
 
     fn has_exited(&mut self) -> bool {
