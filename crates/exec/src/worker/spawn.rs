@@ -1,7 +1,7 @@
 //! Where a worker runs: the one seam for placements. A [`Spawner`] starts a
 //! worker, bounds it and says how it reaches the gateway; [`Launched`] is the
 //! started worker. Placements: the unsandboxed host process (here),
-//! bubblewrap sandboxes (`sandbox/`) and Docker containers (`docker.rs`). A
+//! bubblewrap sandboxes (`sandbox/`) and Docker containers (`docker/`). A
 //! cluster backend (docs/scaling.md) would be one more implementation.
 
 use std::path::PathBuf;
