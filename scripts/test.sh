@@ -182,7 +182,7 @@ stage host - 'CODEMCP_ISOLATION=HOST_SYSTEM ct --test integration -- gateway:: h
 # CPython in the bubblewrap sandbox (no Docker needed): the attacks it stops, and
 # the core gateway tests with every run there. The escape corpus's SANDBOX mode
 # runs in the workspace stage.
-stage sandbox bwrap 'ct --test sandbox_placement'
+stage sandbox bwrap 'ct --test integration -- sandbox_placement::'
 stage sandbox-gateway bwrap 'CODEMCP_ISOLATION=SANDBOX ct --test integration -- gateway:: runaway::'
 stage docker docker 'CODEMCP_ISOLATION=DOCKER ct --test integration -- gateway:: runaway::'
 # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,
