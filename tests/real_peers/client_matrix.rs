@@ -9,20 +9,17 @@
 //! The run also leaves `client-matrix.json` and `client-matrix.md` in cargo's
 //! `CARGO_TARGET_TMPDIR`.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
-
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{
+    self, Setup, bin, monty_bin, node_modules, odd, python1, python2, repo, start_http,
+};
 use serde_json::{Value, json};
-use support::{Setup, bin, monty_bin, node_modules, odd, python1, python2, repo, start_http};
 use tokio::process::Command;
 
-#[path = "client_matrix/render.rs"]
 mod render;
 
 /// The capabilities each probe reports, in the table's order.
@@ -342,6 +339,7 @@ fn statuses(matrix: &[Value]) -> BTreeMap<String, BTreeMap<String, BTreeMap<Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_passes_the_cells_it_passed_before() {
+    let _alone = crate::ONE_AT_A_TIME.lock().await;
     let started = Instant::now();
     let expected_path = repo().join("tests/clients/matrix.expected.json");
     let expected: Expected =
