@@ -21,7 +21,24 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
-mod support;
+/// The parts of `tests/support/` the corpus uses (`mod x` here is
+/// `tests/support/x.rs`).
+mod support {
+    mod setup;
+    pub use setup::*;
+    mod odd;
+    pub use odd::*;
+    mod filesystem;
+    pub use filesystem::*;
+    mod results;
+    pub use results::*;
+    mod http_gateway;
+    pub use http_gateway::*;
+    mod docker;
+    pub use docker::*;
+    mod sandbox;
+    pub use sandbox::*;
+}
 
 use std::collections::BTreeMap;
 use std::net::{TcpListener, UdpSocket};

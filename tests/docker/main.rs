@@ -16,8 +16,23 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
-#[path = "../support/mod.rs"]
-mod support;
+/// The parts of `tests/support/` these tests use (`mod x` here is
+/// `tests/support/x.rs`).
+#[path = "../support"]
+mod support {
+    mod setup;
+    pub use setup::*;
+    mod everything;
+    pub use everything::*;
+    mod results;
+    pub use results::*;
+    mod stdio;
+    pub use stdio::*;
+    mod http_client;
+    pub use http_client::*;
+    mod docker;
+    pub use docker::*;
+}
 
 mod container;
 mod engine_faults;

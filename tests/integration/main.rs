@@ -16,8 +16,42 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 #![allow(clippy::print_stdout)] // figures and child-test signals; a test binary is no stdio transport
 
-#[path = "../support/mod.rs"]
-mod support;
+/// `tests/support/`, shared with the other test binaries (this one uses every
+/// part: `mod x` here is `tests/support/x.rs`), and this suite's own parts
+/// (`tests/integration/support/`), under one name.
+#[path = "../support"]
+mod support {
+    mod setup;
+    pub use setup::*;
+    mod odd;
+    pub use odd::*;
+    mod everything;
+    pub use everything::*;
+    mod filesystem;
+    pub use filesystem::*;
+    mod results;
+    pub use results::*;
+    mod stdio;
+    pub use stdio::*;
+    mod http_client;
+    pub use http_client::*;
+    mod http_gateway;
+    pub use http_gateway::*;
+    mod docker;
+    pub use docker::*;
+    mod sandbox;
+    pub use sandbox::*;
+    #[path = "../integration/support/gateways.rs"]
+    mod gateways;
+    pub use gateways::*;
+    #[path = "../integration/support/upstreams.rs"]
+    mod upstreams;
+    pub use upstreams::*;
+    #[path = "../integration/support/peers.rs"]
+    pub mod peers;
+    #[path = "../integration/support/redis.rs"]
+    pub mod redis;
+}
 
 /// The codemcp binary's own allocator, so in-process engines here count
 /// their memory as the gateway does (`memory_accounting` measures it).

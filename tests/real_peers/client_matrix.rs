@@ -14,9 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{
-    self, Setup, bin, monty_bin, node_modules, odd, python1, python2, repo, start_http,
-};
+use crate::support::{self, Setup, bin, monty_bin, node_modules, odd, python2, repo, start_http};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -164,10 +162,11 @@ fn probes() -> Vec<Probe> {
     let client2 = cnm.join("@modelcontextprotocol/client");
     let fw2 = dep_path("CODEMCP_TEST_FW2", ".deps/fw2/bin/python");
     let fw1 = dep_path("CODEMCP_TEST_FW1", ".deps/fw1/bin/python");
+    let python1 = support::dep("CODEMCP_TEST_PY1", ".deps/py1/bin/python");
     vec![
         python_probe("mcp2-auto", python2(), "mcp_sdk.py", "auto"),
         python_probe("mcp2-legacy", python2(), "mcp_sdk.py", "legacy"),
-        python_probe("mcp1", python1(), "mcp_sdk.py", "legacy"),
+        python_probe("mcp1", python1, "mcp_sdk.py", "legacy"),
         inspector_probe(
             "inspector-sdk1",
             PathBuf::from("node"),
@@ -255,7 +254,7 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         .envs(probe.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
-    let _gateway = if transport == "http" {
+    let mut gateway = if transport == "http" {
         let gateway = start_http(servers(), &[]).await;
         command.args(["--url", &gateway.url]);
         Some(gateway)
@@ -264,6 +263,12 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         None
     };
     let output = tokio::time::timeout(Duration::from_secs(300), command.output()).await;
+    // A failed cell over HTTP is the client's or the gateway's: say which died.
+    let gateway_exit = gateway
+        .as_mut()
+        .and_then(|g| g.child.try_wait().ok().flatten())
+        .map(|status| format!(" (the gateway exited during the probe: {status})"))
+        .unwrap_or_default();
     let report = match output {
         Ok(Ok(out)) => {
             // Each probe's stderr (the clients' own logs), for a failing cell's story.
@@ -282,7 +287,7 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         Err(_) => failed("the probe took longer than 300 s"),
     };
     eprintln!(
-        "client matrix: {} over {transport}: {:.1} s",
+        "client matrix: {} over {transport}: {:.1} s{gateway_exit}",
         probe.id,
         started.elapsed().as_secs_f64()
     );

@@ -7,8 +7,17 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
 
-#[path = "../support/mod.rs"]
-mod support;
+/// The parts of `tests/support/` these tests use (`mod x` here is
+/// `tests/support/x.rs`).
+#[path = "../support"]
+mod support {
+    mod setup;
+    pub use setup::*;
+    mod odd;
+    pub use odd::*;
+    mod http_gateway;
+    pub use http_gateway::*;
+}
 
 mod client_matrix;
 mod real_servers;
