@@ -327,13 +327,13 @@ fn corpora() -> Vec<(String, String)> {
     }
     let mut sources = Vec::new();
     for dir in [
-        "tests",
         "tests/integration",
         "tests/integration/support",
         "tests/support",
         "tests/docker",
         "tests/real_peers",
         "tests/real_peers/client_matrix",
+        "tests/sandbox_corpus",
     ] {
         sources.extend(files(&repo.join(dir), "rs"));
     }

@@ -1,5 +1,5 @@
 //! The bubblewrap placement's own guarantees, each test named for the attack
-//! it stops (the escape corpus, `tests/sandbox_corpus.rs` mode SANDBOX,
+//! it stops (the escape corpus, `tests/sandbox_corpus/` mode SANDBOX,
 //! holds it to Docker's verdicts besides). Runs `codemcp exec` on the real
 //! binary. Skipped where `codemcp setup sandbox` fails (no bwrap, no user
 //! namespaces), except under `CI=true`, where that fails the test.
