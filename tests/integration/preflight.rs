@@ -329,6 +329,7 @@ fn corpora() -> Vec<(String, String)> {
     for dir in [
         "tests/integration",
         "tests/integration/support",
+        "tests/integration/sessions",
         "tests/support",
         "tests/docker",
         "tests/real_peers",
