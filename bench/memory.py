@@ -9,7 +9,7 @@ binary's code pages):
 
 1. at rest: after connecting and 20 warm-up runs;
 2. after the escape corpus: every single-session case of sandbox-tests/ (placeholders filled as
-   tests/sandbox_corpus.rs fills them), once, in file order;
+   tests/sandbox_corpus/ fills them), once, in file order;
 3. after a mixed load of `--minutes`: a rotation of small runs, tool calls, 8 MB tool arguments,
    runs that build and drop 10-200 MiB, runs stopped by the memory or time limit, and errors;
    VmRSS every minute (min / max of the samples);

@@ -148,7 +148,7 @@ else
 fi
 # Gateways under test get no CPython fallback unless a test asks for one: with a
 # Docker engine and the worker image present, the default (auto) would escalate
-# to Docker and change the Monty-only verdicts. tests/docker.rs sets its own.
+# to Docker and change the Monty-only verdicts. The docker tests (tests/docker/) set their own.
 export CODEMCP_FALLBACK="${CODEMCP_FALLBACK:-none}"
 
 # ------------------------------------------------------------------ the stages
@@ -163,9 +163,11 @@ fi
 # monty 1.x declares rust-version 1.96; it builds fine on 1.95 with --ignore-rust-version.
 # Stdio gateways run Monty in-process and HTTP gateways in worker processes by
 # default; later stages repeat the core tests with the other placement.
-# `workspace` includes tests/client_matrix.rs, the client matrix (every pinned MCP client over stdio
-# and HTTP; about 6 minutes on a loaded 2-core machine, see docs/clients.md), and the escape corpus.
-# One test binary (tests/integration): stages pick its modules by name.
+# `workspace` runs the crates' own tests and the four test binaries of tests/ (see tests/README.md):
+# `integration` (needs nothing outside .deps/), `docker` (skips without an engine), `sandbox_corpus`
+# (the escape corpus in every mode) and `real_peers` (the 36 real servers and the client matrix:
+# about 6 + 6 minutes on a loaded 2-core machine, see docs/clients.md). The later stages run
+# modules of the integration binary, picked by name (`-- gateway::`), in other placements.
 stage workspace - 'ct --workspace'
 stage bootstrap - '"$CODEMCP_PYTHON" worker/test_bootstrap.py'
 stage pool - 'CODEMCP_MONTY=pool ct --test integration -- gateway:: limits:: runaway::'
@@ -182,7 +184,7 @@ stage host - 'CODEMCP_ISOLATION=HOST_SYSTEM ct --test integration -- gateway:: h
 # CPython in the bubblewrap sandbox (no Docker needed): the attacks it stops, and
 # the core gateway tests with every run there. The escape corpus's SANDBOX mode
 # runs in the workspace stage.
-stage sandbox bwrap 'ct --test sandbox_placement'
+stage sandbox bwrap 'ct --test integration -- sandbox_placement::'
 stage sandbox-gateway bwrap 'CODEMCP_ISOLATION=SANDBOX ct --test integration -- gateway:: runaway::'
 stage docker docker 'CODEMCP_ISOLATION=DOCKER ct --test integration -- gateway:: runaway::'
 # Stops and restarts the shared Docker engine (about 4 s), so it runs alone,

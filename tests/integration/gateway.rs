@@ -408,13 +408,8 @@ async fn a_progress_token_gets_a_notification_per_completed_tool_call() {
     let result = client.service.call_tool(params).await.expect("tools/call");
     assert_eq!(support::unpack(result).result(), "done");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while client.progress.lock().map(|p| p.len()).unwrap_or(0) < 3 && Instant::now() < deadline {
+    while client.progress().len() < 3 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let progress = client
-        .progress
-        .lock()
-        .map(|p| p.clone())
-        .unwrap_or_default();
-    assert_eq!(progress, vec![1.0, 2.0, 3.0]);
+    assert_eq!(client.progress(), vec![1.0, 2.0, 3.0]);
 }

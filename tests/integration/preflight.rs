@@ -325,9 +325,19 @@ fn corpora() -> Vec<(String, String)> {
             snippets.push((relative(&repo, &path), placeholders(step)));
         }
     }
-    let mut sources = files(&repo.join("tests"), "rs");
-    sources.extend(files(&repo.join("tests/integration"), "rs"));
-    sources.extend(files(&repo.join("tests/support"), "rs"));
+    let mut sources = Vec::new();
+    for dir in [
+        "tests/integration",
+        "tests/integration/support",
+        "tests/integration/sessions",
+        "tests/support",
+        "tests/docker",
+        "tests/real_peers",
+        "tests/real_peers/client_matrix",
+        "tests/sandbox_corpus",
+    ] {
+        sources.extend(files(&repo.join(dir), "rs"));
+    }
     sources.extend(files(&repo.join("bench/tokens/src"), "rs"));
     sources.extend(files(&repo.join("bench"), "py"));
     sources.extend(files(&repo.join("tests/clients"), "py"));

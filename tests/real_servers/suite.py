@@ -10,7 +10,7 @@ Runs with the PyPI `mcp` 2.x client (.deps/py2). With no network (see `isolation
      server joined, the stub `codemcp://sdk.pyi` (parsed, then `mypy --strict`), `describe_tool`
      and a reference to the function of every tool, the same offline calls, and invalid calls
      made from each tool's schema (wrong type, missing required, value outside an enum).
-Prints one JSON report on stdout; tests/real_servers.rs judges it. Progress goes to stderr.
+Prints one JSON report on stdout; tests/real_peers/real_servers.rs judges it. Progress goes to stderr.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ scenario and prints one JSON object:
 
 Each cell's status is "pass", "unsupported" (the client has no way to do it;
 the note says why) or "fail" (the note says what happened). The gateway is
-configured by tests/client_matrix.rs: one upstream, `odd`
+configured by tests/real_peers/client_matrix.rs: one upstream, `odd`
 (tests/servers/odd_server.py), whose `Send_Email` tool is on `ask`.
 """
 

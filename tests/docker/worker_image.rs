@@ -11,17 +11,13 @@
 //! setup docker` / `codemcp setup pool` fills it) and serve them from
 //! loopback, so they never leave the machine.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
-
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::{self, Setup};
 use codemcp_exec::monty::pool::worker_binary;
 use codemcp_image::docker::cached_downloads;
 use codemcp_image::{Sources, cache_dir, fetch, monty_worker, recipe};
 use serde_json::json;
-use support::Setup;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -1,10 +1,8 @@
 //! 10,000 sequential runs through the real binary: the gateway's resident
-//! memory stays bounded. (tests/memory_accounting.rs checks Monty's own
-//! counter; this checks the process as the OS sees it.)
+//! memory stays bounded. (`memory_accounting.rs` checks Monty's own counter;
+//! this checks the process as the OS sees it.)
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
-
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

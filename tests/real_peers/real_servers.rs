@@ -9,9 +9,7 @@
 //! message when `.deps/servers` is not installed (`scripts/test-deps.sh servers`) unless
 //! `CI=true`. `CODEMCP_REAL_SERVERS_REPORT=FILE` keeps the report.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
-
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,6 +45,7 @@ fn report() -> Option<&'static Value> {
                     return None;
                 }
             };
+            let _alone = crate::ONE_AT_A_TIME.blocking_lock();
             let started = std::time::Instant::now();
             let out = Command::new(support::python2())
                 .arg(support::repo().join("tests/real_servers/suite.py"))

@@ -1,40 +1,23 @@
 //! The bubblewrap placement's own guarantees, each test named for the attack
-//! it stops (the escape corpus, `tests/sandbox_corpus.rs` mode SANDBOX,
+//! it stops (the escape corpus, `tests/sandbox_corpus/` mode SANDBOX,
 //! holds it to Docker's verdicts besides). Runs `codemcp exec` on the real
 //! binary. Skipped where `codemcp setup sandbox` fails (no bwrap, no user
 //! namespaces), except under `CI=true`, where that fails the test.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_codemcp")
-}
-
 /// Whether the sandbox works here (and is prepared); panics under CI=true.
 fn sandbox_ready() -> bool {
-    let out = Command::new(bin())
-        .args(["setup", "sandbox"])
-        .output()
-        .expect("run codemcp setup sandbox");
-    if out.status.success() {
-        return true;
-    }
-    let why = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true needs the sandbox placement: {why}"
-    );
-    eprintln!("skipped: no sandbox here: {why}");
-    false
+    support::sandbox_or_skip().is_ok()
 }
 
 fn exec(env: &[(&str, &str)], code: &str) -> Output {
     let config = tempfile::NamedTempFile::new().expect("config");
     std::fs::write(config.path(), r#"{"mcpServers": {}}"#).expect("write config");
-    Command::new(bin())
+    Command::new(support::bin())
         .arg("exec")
         .arg("--config")
         .arg(config.path())
@@ -141,7 +124,7 @@ fn a_sandbox_outlives_no_killed_gateway() {
     }
     let config = tempfile::NamedTempFile::new().expect("config");
     std::fs::write(config.path(), r#"{"mcpServers": {}}"#).expect("write config");
-    let mut gateway = Command::new(bin())
+    let mut gateway = Command::new(support::bin())
         .arg("exec")
         .arg("--config")
         .arg(config.path())

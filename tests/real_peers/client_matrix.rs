@@ -9,20 +9,15 @@
 //! The run also leaves `client-matrix.json` and `client-matrix.md` in cargo's
 //! `CARGO_TARGET_TMPDIR`.
 
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test fails loudly
-
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{self, Setup, bin, monty_bin, node_modules, odd, python2, repo, start_http};
 use serde_json::{Value, json};
-use support::{Setup, bin, monty_bin, node_modules, odd, python1, python2, repo, start_http};
 use tokio::process::Command;
 
-#[path = "client_matrix/render.rs"]
 mod render;
 
 /// The capabilities each probe reports, in the table's order.
@@ -167,10 +162,11 @@ fn probes() -> Vec<Probe> {
     let client2 = cnm.join("@modelcontextprotocol/client");
     let fw2 = dep_path("CODEMCP_TEST_FW2", ".deps/fw2/bin/python");
     let fw1 = dep_path("CODEMCP_TEST_FW1", ".deps/fw1/bin/python");
+    let python1 = support::dep("CODEMCP_TEST_PY1", ".deps/py1/bin/python");
     vec![
         python_probe("mcp2-auto", python2(), "mcp_sdk.py", "auto"),
         python_probe("mcp2-legacy", python2(), "mcp_sdk.py", "legacy"),
-        python_probe("mcp1", python1(), "mcp_sdk.py", "legacy"),
+        python_probe("mcp1", python1, "mcp_sdk.py", "legacy"),
         inspector_probe(
             "inspector-sdk1",
             PathBuf::from("node"),
@@ -258,7 +254,7 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         .envs(probe.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
-    let _gateway = if transport == "http" {
+    let mut gateway = if transport == "http" {
         let gateway = start_http(servers(), &[]).await;
         command.args(["--url", &gateway.url]);
         Some(gateway)
@@ -267,6 +263,12 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         None
     };
     let output = tokio::time::timeout(Duration::from_secs(300), command.output()).await;
+    // A failed cell over HTTP is the client's or the gateway's: say which died.
+    let gateway_exit = gateway
+        .as_mut()
+        .and_then(|g| g.child.try_wait().ok().flatten())
+        .map(|status| format!(" (the gateway exited during the probe: {status})"))
+        .unwrap_or_default();
     let report = match output {
         Ok(Ok(out)) => {
             // Each probe's stderr (the clients' own logs), for a failing cell's story.
@@ -285,7 +287,7 @@ async fn run(probe: &Probe, transport: &str) -> Value {
         Err(_) => failed("the probe took longer than 300 s"),
     };
     eprintln!(
-        "client matrix: {} over {transport}: {:.1} s",
+        "client matrix: {} over {transport}: {:.1} s{gateway_exit}",
         probe.id,
         started.elapsed().as_secs_f64()
     );
@@ -342,6 +344,7 @@ fn statuses(matrix: &[Value]) -> BTreeMap<String, BTreeMap<String, BTreeMap<Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_passes_the_cells_it_passed_before() {
+    let _alone = crate::ONE_AT_A_TIME.lock().await;
     let started = Instant::now();
     let expected_path = repo().join("tests/clients/matrix.expected.json");
     let expected: Expected =

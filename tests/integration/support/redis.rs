@@ -57,7 +57,6 @@ impl Redis {
 
     /// Sends `signal` to the running server (`SIGSTOP` pauses it, `SIGCONT`
     /// resumes it).
-    #[allow(dead_code)] // not every test binary pauses Redis
     pub fn signal(&self, signal: i32) {
         let pid = self.child.as_ref().expect("running").id();
         let pid = i32::try_from(pid).expect("pid");
