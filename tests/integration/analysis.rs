@@ -12,37 +12,12 @@ use codemcp_exec::monty::pool::{PoolEngine, find_worker_binary};
 use codemcp_exec::monty::{MontyEngine, MontyLimits};
 use codemcp_exec::router::Router;
 use codemcp_exec::worker::{WorkerEngine, WorkerLimits, find_python};
-use codemcp_exec::{Engine, Executor, RunChecks, RunControl, RunRequest, ToolFailure, ToolHost};
-use codemcp_sdk::Sdk;
+use codemcp_exec::{Engine, Executor, RunChecks, RunControl, RunRequest};
 use codemcp_snippet::facts::parses;
 use codemcp_store::Owner;
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-const CHILD: &str = "CODEMCP_TEST_ANALYSIS_CHILD";
-
-/// A gateway with no upstreams: plain Python only.
-struct NoTools(Arc<Sdk>);
-
-impl ToolHost for NoTools {
-    fn sdk(&self) -> Arc<Sdk> {
-        self.0.clone()
-    }
-
-    fn call_tool(
-        &self,
-        _engine: &'static str,
-        _server: &str,
-        _tool: &str,
-        _args: Map<String, Value>,
-    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
-        Box::pin(async {
-            Err(ToolFailure {
-                message: "no upstreams".into(),
-            })
-        })
-    }
-}
+use crate::support;
 
 fn monty_limits() -> MontyLimits {
     MontyLimits {
@@ -81,7 +56,7 @@ fn executor(engine: Arc<dyn Engine>) -> Executor {
 /// Runs `code` in a new session and returns its value and engine, and how
 /// many parses the run made.
 async fn counted(executor: &Executor, code: &str) -> (Option<Value>, &'static str, u64) {
-    let tools: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
+    let tools = support::no_tools();
     let request = RunRequest {
         code: code.to_owned(),
         session: None,
@@ -111,7 +86,7 @@ const ESCALATING: &str = "import statistics\nasync def mean(xs):\n    return sta
 /// Runs only as the child of `an_async_snippet_is_parsed_once_per_run`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counted_runs_child() {
-    if std::env::var_os(CHILD).is_none() {
+    if !support::in_child() {
         return;
     }
     let python = find_python(
@@ -143,17 +118,7 @@ async fn counted_runs_child() {
 
 #[test]
 fn an_async_snippet_is_parsed_once_per_run() {
-    let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["analysis::counted_runs_child", "--exact", "--nocapture"])
-        .env(CHILD, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("COUNTED"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::run_alone("analysis::counted_runs_child", "COUNTED");
 }
 
 /// Monty's own test programs (`test_cases/` of the monty crate, found

@@ -41,6 +41,9 @@ mod support {
     pub use docker::*;
     mod sandbox;
     pub use sandbox::*;
+    #[path = "../integration/support/alone.rs"]
+    mod alone;
+    pub use alone::*;
     #[path = "../integration/support/gateways.rs"]
     mod gateways;
     pub use gateways::*;

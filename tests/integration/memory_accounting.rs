@@ -5,34 +5,19 @@
 //! Monty in this process too (`analysis.rs`), so each test here runs in a
 //! child process of this binary that runs only it (`alone`).
 
-use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use codemcp_exec::monty::memory::total_live_bytes;
 use codemcp_exec::monty::{MontyEngine, MontyLimits};
-use codemcp_exec::{Engine, Run, RunControl, SessionId, ToolFailure, ToolHost};
-use codemcp_sdk::Sdk;
-use futures::future::BoxFuture;
-use serde_json::{Map, Value};
+use codemcp_exec::{Engine, Run, RunControl, SessionId};
 
-/// Set in the child process: only there do the tests of `measured` run.
-const CHILD: &str = "CODEMCP_TEST_MEMORY_CHILD";
+use crate::support;
 
-/// Runs `memory_accounting::measured::NAME` in a child process of this test
-/// binary, alone, and fails with its output when it fails (or did not run).
+/// Runs `memory_accounting::measured::NAME` alone in a child process.
 fn alone(name: &str) {
-    let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args([&format!("memory_accounting::measured::{name}"), "--exact"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains(&format!("MEASURED {name}")),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::run_alone(
+        &format!("memory_accounting::measured::{name}"),
+        &format!("MEASURED {name}"),
     );
 }
 
@@ -49,29 +34,6 @@ fn a_session_is_charged_for_what_it_keeps_and_refunded_when_dropped() {
 #[test]
 fn the_budget_stops_growth_inside_the_run() {
     alone("the_budget_stops_growth_inside_the_run");
-}
-
-/// A gateway with no upstreams: plain Python only.
-struct NoTools(Arc<Sdk>);
-
-impl ToolHost for NoTools {
-    fn sdk(&self) -> Arc<Sdk> {
-        self.0.clone()
-    }
-
-    fn call_tool(
-        &self,
-        _engine: &'static str,
-        _server: &str,
-        _tool: &str,
-        _args: Map<String, Value>,
-    ) -> BoxFuture<'static, Result<Value, ToolFailure>> {
-        Box::pin(async {
-            Err(ToolFailure {
-                message: "no upstreams".into(),
-            })
-        })
-    }
 }
 
 fn limits(memory_limit: usize) -> MontyLimits {
@@ -99,11 +61,11 @@ mod measured {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn ten_thousand_runs_leave_the_counter_where_it_started() {
-        if std::env::var_os(CHILD).is_none() {
+        if !support::in_child() {
             return;
         }
         let engine = MontyEngine::new(limits(256 << 20));
-        let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
+        let host = support::no_tools();
         // One run first, so one-time lazy statics are not counted as a leak.
         engine
             .run(
@@ -135,11 +97,11 @@ mod measured {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_session_is_charged_for_what_it_keeps_and_refunded_when_dropped() {
-        if std::env::var_os(CHILD).is_none() {
+        if !support::in_child() {
             return;
         }
         let engine = MontyEngine::new(limits(256 << 20));
-        let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
+        let host = support::no_tools();
         let session = SessionId::next();
         engine
             .run(session, request("1"), host.clone(), RunControl::default())
@@ -169,11 +131,11 @@ mod measured {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_budget_stops_growth_inside_the_run() {
-        if std::env::var_os(CHILD).is_none() {
+        if !support::in_child() {
             return;
         }
         let engine = MontyEngine::new(limits(32 << 20));
-        let host: Arc<dyn ToolHost> = Arc::new(NoTools(Arc::new(Sdk::build(&[]))));
+        let host = support::no_tools();
         let ran = engine
             .run(
                 SessionId::next(),
