@@ -10,7 +10,7 @@
 #                            and 1.x (scripts/test-deps/requirements-fw2.txt, requirements-fw1.txt)
 #   .deps/clients-node       npm: the MCP Inspector 2.x and the TypeScript SDK 2.x client, for the
 #                            client matrix (scripts/test-deps/clients/, `npm ci`; runs on node 22)
-#   .deps/servers            36 real MCP servers for tests/real_servers.rs and bench/startup.py
+#   .deps/servers            36 real MCP servers for tests/real_peers/real_servers.rs and bench/startup.py
 #                            (scripts/test-deps/servers/: npm prefix + one uv venv per Python server)
 #   .deps/env.sh             exports CODEMCP_TEST_NODE_MODULES, CODEMCP_TEST_NODE22, CODEMCP_TEST_PY2,
 #                            CODEMCP_TEST_PY1, CODEMCP_TEST_FW2, CODEMCP_TEST_FW1,

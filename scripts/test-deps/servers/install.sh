@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the real MCP servers of tests/real_servers.rs (and bench/startup.py --kind real),
+# Install the real MCP servers of tests/real_peers/real_servers.rs (and bench/startup.py --kind real),
 # pinned, into DEST (normally .deps/servers; called by scripts/test-deps.sh):
 #   DEST/node        npm ci of package.json + package-lock.json here (19 npm servers)
 #   DEST/uv          a venv holding uv (pinned below): it makes the Python venvs
