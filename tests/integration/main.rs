@@ -88,6 +88,7 @@ mod parked;
 mod pool;
 mod preflight;
 mod principals;
+mod queued_runs;
 mod resources;
 mod runaway;
 mod sandbox_placement;
