@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use arbitrary::{Arbitrary, Unstructured};
 use codemcp_exec::monty::memory::CountingAllocator;
 use codemcp_exec::monty::MontyEngine;
-use codemcp_exec::{Run, RunControl, SessionId, ToolFailure, ToolHost};
+use codemcp_exec::{Engine, Run, RunControl, SessionId, ToolFailure, ToolHost};
 use codemcp_sdk::Sdk;
 use codemcp_sdk::tooldef::ToolDef;
 use futures::future::BoxFuture;
