@@ -83,7 +83,10 @@ async fn a_queued_run_gives_up_when_cancelled(engine: Arc<dyn Engine>) {
         "{second:?}"
     );
     let first = first.await.expect("the first run's task");
-    assert!(first.error.is_none(), "the first run is untouched: {first:?}");
+    assert!(
+        first.error.is_none(),
+        "the first run is untouched: {first:?}"
+    );
     assert_eq!(first.result, Some(serde_json::json!("first")));
 }
 
