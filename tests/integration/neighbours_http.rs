@@ -16,7 +16,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use support::Setup;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A `codemcp serve --http` started for one test, with its own limits.
@@ -56,19 +56,7 @@ impl Gateway {
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
         let mut child = command.spawn().expect("spawn codemcp serve --http");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        let url = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(rest) = line.split("serving MCP on ").nth(1) {
-                    return rest.trim().to_owned();
-                }
-            }
-            panic!("codemcp exited before serving HTTP");
-        })
-        .await
-        .expect("codemcp serves HTTP within 60 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let url = support::serving_url(&mut child).await;
         Self {
             child,
             url,

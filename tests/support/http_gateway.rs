@@ -33,6 +33,18 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
         .kill_on_drop(true)
         .spawn()
         .expect("spawn codemcp serve --http");
+    let url = serving_url(&mut child).await;
+    HttpGateway {
+        child,
+        url,
+        _setup: setup,
+    }
+}
+
+/// The URL a `codemcp serve --http` started with its stderr piped says it
+/// serves, read from that stderr; the rest of it is drained in the
+/// background so the gateway never blocks on a full pipe.
+pub async fn serving_url(child: &mut tokio::process::Child) -> String {
     let stderr = child.stderr.take().expect("stderr");
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     let url = tokio::time::timeout(Duration::from_secs(60), async {
@@ -45,11 +57,6 @@ pub async fn start_http(servers: serde_json::Value, env: &[(&str, &str)]) -> Htt
     })
     .await
     .expect("codemcp serves HTTP within 60 s");
-    // Keep draining stderr so the gateway never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    HttpGateway {
-        child,
-        url,
-        _setup: setup,
-    }
+    url
 }
