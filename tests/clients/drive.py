@@ -19,6 +19,10 @@ Steps (each may carry "timeout": seconds, default 60):
     {"op": "read_resource", "uri": URI}        -> ReadResourceResult
     {"op": "list_prompts"}                     -> ListPromptsResult
     {"op": "wait_tools_changed", "timeout": 10}-> {"changed": true, "via": [...], "count": n}
+    {"op": "wait_described", "text": T, "timeout": 10}
+                                               -> {"described": true, "lists": n}: lists the tools
+                                                  after each tools/list_changed until one's description
+                                                  holds T (a notification may announce an earlier change)
     {"op": "sleep", "s": 0.5}                  -> {"slept": 0.5}
 
 A result is the SDK model dumped with model_dump(mode="json", by_alias=True,
@@ -195,6 +199,16 @@ class Driver:
         with anyio.fail_after(15):
             await tg.start(run)
 
+    async def wait_described(self, text: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        lists = 0
+        while True:
+            lists += 1
+            listed = await self.list_tools()
+            if any(text in (t.get("description") or "") for t in listed["tools"]):
+                return {"described": True, "lists": lists}
+            await self.changes.wait(deadline - time.monotonic())
+
     async def list_tools(self) -> Any:
         tools, cursor, first = [], None, None
         while True:
@@ -248,6 +262,8 @@ class Driver:
             return dump(await self.c.list_prompts())
         if op == "wait_tools_changed":
             return await self.changes.wait(float(s.get("timeout", 10)))
+        if op == "wait_described":
+            return await self.wait_described(s["text"], float(s.get("timeout", 10)))
         if op == "sleep":
             await anyio.sleep(float(s.get("s", 0)))
             return {"slept": s.get("s", 0)}
@@ -258,7 +274,7 @@ async def run_steps(d: Driver, steps: list[dict[str, Any]]) -> None:
     async with anyio.create_task_group() as tg:
         await d.start_listen(tg)
         for s in steps:
-            timeout = float(s.get("timeout", 60)) + (1 if s.get("op") == "wait_tools_changed" else 0)
+            timeout = float(s.get("timeout", 60)) + (1 if s.get("op") in ("wait_tools_changed", "wait_described") else 0)
             try:
                 result: Any = None
                 with anyio.move_on_after(timeout) as scope:
